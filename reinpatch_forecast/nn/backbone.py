@@ -1,0 +1,210 @@
+"""The backbone: tokens from variable-size patches, a Transformer encoder and a flatten head.
+
+Shape legend
+------------
+R : rows (series, channels folded into the batch)
+G : patchings per row (a GRPG group; 1 at prediction)
+L : lookback length
+N : patches (tokens) per patching
+P : points each patch is resampled to
+d : model width
+H : forecast horizon
+Q : parameters per forecast step (``nr_params``; 1 for a point forecast)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .segments import patch_lengths, resample_patches, segment_mean
+
+__all__ = ["BackboneConfig", "PatchTokeniser", "Backbone"]
+
+
+@dataclass
+class BackboneConfig:
+    """Sizes and switches of the backbone.
+
+    Attributes
+    ----------
+    input_length
+        ``L``.
+    output_length
+        ``H``.
+    n_patches
+        ``N``.
+    nr_params
+        ``Q``: values per forecast step (a likelihood's parameter count; 1 for a point forecast).
+    d_model, n_heads, n_layers, dropout
+        Transformer encoder sizes; the feed-forward width is ``ff_multiplier * d_model``.
+    resample_points
+        ``P``: points each patch's raw values are resampled to.
+    use_local_mean
+        Token part 1: mean of local-encoder features over the patch.
+    use_resampled
+        Token part 2: the patch's normalised values resampled to ``P`` points, projected.
+    use_position
+        Token part 3: embeddings of the patch's distance from the window's end and its length.
+    local_activation
+        Apply a nonlinearity in the local encoder before the patch mean. Without it the mean
+        token is a linear map of the patch's plain mean (used by the synthetic tests).
+    """
+
+    input_length: int
+    output_length: int
+    n_patches: int
+    nr_params: int = 1
+    d_model: int = 64
+    n_heads: int = 4
+    n_layers: int = 2
+    ff_multiplier: int = 2
+    dropout: float = 0.1
+    resample_points: int = 8
+    use_local_mean: bool = True
+    use_resampled: bool = True
+    use_position: bool = True
+    local_activation: bool = True
+
+    def __post_init__(self) -> None:
+        if not (self.use_local_mean or self.use_resampled or self.use_position):
+            raise ValueError(
+                "At least one token part must be on: use_local_mean, use_resampled or use_position."
+            )
+        if self.d_model % self.n_heads != 0:
+            raise ValueError(
+                f"d_model={self.d_model} must be divisible by n_heads={self.n_heads}."
+            )
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}.")
+        for name in ("input_length", "output_length", "n_patches", "nr_params", "d_model",
+                     "n_heads", "n_layers", "resample_points", "ff_multiplier"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}.")
+
+
+def sinusoidal_features(positions: Tensor, n_frequencies: int, max_period: float) -> Tensor:
+    """Fixed sin/cos features of integer positions, ``(..., 2F)`` from ``(...)``."""
+    exponents = torch.arange(n_frequencies, device=positions.device, dtype=torch.float32)
+    frequencies = torch.exp(-math.log(max_period) * exponents / n_frequencies)  # (F,)
+    angles = positions.to(torch.float32).unsqueeze(-1) * frequencies  # (..., F)
+    return torch.cat([angles.sin(), angles.cos()], dim=-1)  # (..., 2F)
+
+
+class PatchTokeniser(nn.Module):
+    """One token per patch: the sum of the enabled parts (see :class:`BackboneConfig`).
+
+    The local features of a series are computed once and shared by all ``G`` patchings of it.
+    Position features are fixed sinusoids of the distance from the window's end and of the
+    length, projected linearly: no table is tied to ``L``.
+    """
+
+    n_frequencies = 16
+
+    def __init__(self, config: BackboneConfig) -> None:
+        super().__init__()
+        self.config = config
+        d = config.d_model
+        if config.use_local_mean:
+            self.local_in = nn.Linear(1, d)
+            self.local_conv = nn.Conv1d(d, d, 3, padding="same", groups=d,
+                                        padding_mode="replicate")
+            self.local_out = nn.Linear(d, d)
+        if config.use_resampled:
+            self.resampled_proj = nn.Linear(config.resample_points, d)
+        if config.use_position:
+            self.position_proj = nn.Linear(4 * self.n_frequencies, d)
+
+    def local_features(self, x: Tensor) -> Tensor:
+        """Per-position features ``(R, L, d)`` of a normalised series ``x`` ``(R, L)``."""
+        h = self.local_in(x.unsqueeze(-1))  # (R, L, d)
+        h = self.local_conv(h.transpose(1, 2)).transpose(1, 2)  # (R, L, d)
+        if self.config.local_activation:
+            h = F.gelu(h)
+        return self.local_out(h)  # (R, L, d)
+
+    def forward(self, x: Tensor, starts: Tensor) -> Tensor:
+        """Tokens of every patching.
+
+        Parameters
+        ----------
+        x
+            ``(R, L)`` normalised series.
+        starts
+            ``(R, G, N)`` int64 sorted start positions.
+
+        Returns
+        -------
+        Tensor
+            ``(R*G, N, d)``.
+        """
+        rows, group, n_patches = starts.shape
+        length = x.shape[-1]
+        tokens = x.new_zeros(rows, group, n_patches, self.config.d_model)  # (R, G, N, d)
+        if self.config.use_local_mean:
+            tokens = tokens + segment_mean(self.local_features(x), starts)  # (R, G, N, d)
+        if self.config.use_resampled:
+            values = resample_patches(x, starts, self.config.resample_points)  # (R, G, N, P)
+            tokens = tokens + self.resampled_proj(values)  # (R, G, N, d)
+        if self.config.use_position:
+            lengths = patch_lengths(starts, length)  # (R, G, N)
+            position = torch.cat(
+                [
+                    sinusoidal_features(length - starts, self.n_frequencies, 4.0 * length),
+                    sinusoidal_features(lengths, self.n_frequencies, 4.0 * length),
+                ],
+                dim=-1,
+            )  # (R, G, N, 4F)
+            tokens = tokens + self.position_proj(position.to(x.dtype))  # (R, G, N, d)
+        return tokens.reshape(rows * group, n_patches, self.config.d_model)  # (R*G, N, d)
+
+
+class Backbone(nn.Module):
+    """Pre-norm Transformer encoder over the ``N`` tokens and a flatten head ``N*d -> H*Q``."""
+
+    def __init__(self, config: BackboneConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.tokeniser = PatchTokeniser(config)
+        layer = nn.TransformerEncoderLayer(
+            d_model=config.d_model,
+            nhead=config.n_heads,
+            dim_feedforward=config.ff_multiplier * config.d_model,
+            dropout=config.dropout,
+            activation="gelu",
+            batch_first=True,
+            norm_first=True,
+        )
+        self.encoder = nn.TransformerEncoder(
+            layer, num_layers=config.n_layers, norm=nn.LayerNorm(config.d_model),
+            enable_nested_tensor=False,
+        )
+        self.head_dropout = nn.Dropout(config.dropout)
+        self.head = nn.Linear(
+            config.n_patches * config.d_model, config.output_length * config.nr_params
+        )
+
+    def forward(self, x: Tensor, starts: Tensor) -> Tensor:
+        """Normalised forecast of every patching.
+
+        Parameters
+        ----------
+        x
+            ``(R, L)`` normalised series.
+        starts
+            ``(R, G, N)`` int64 sorted start positions.
+
+        Returns
+        -------
+        Tensor
+            ``(R*G, H, Q)``.
+        """
+        tokens = self.tokeniser(x, starts)  # (R*G, N, d)
+        encoded = self.encoder(tokens)  # (R*G, N, d)
+        flat = self.head_dropout(encoded.flatten(1))  # (R*G, N*d)
+        out = self.head(flat)  # (R*G, H*Q)
+        return out.reshape(-1, self.config.output_length, self.config.nr_params)  # (R*G, H, Q)

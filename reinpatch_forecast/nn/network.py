@@ -1,0 +1,445 @@
+"""ReinPatchNetwork: a patcher and a backbone, trained jointly by GRPG.
+
+Shape legend
+------------
+B : batch (windows)
+L : lookback length
+C : channels (each one a separate series: channel independence)
+R : rows, ``R = B * C``
+G : group size (patchings drawn per row in training)
+N : patches (tokens) per patching
+H : forecast horizon
+Q : parameters per forecast step (``nr_params``)
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .backbone import Backbone, BackboneConfig
+from .grpg import SCALE_REWARDS, policy_loss
+from .patchers import PATCHER_NAMES, LearnedPatcher, Patcher, make_patcher
+from .revin import InstanceStats, RevIN
+from .segments import check_budget, patch_lengths, token_budget
+
+__all__ = ["ReinPatchConfig", "Rollout", "TrainingLosses", "ReinPatchNetwork", "PARAM_KINDS"]
+
+#: How each forecast parameter is mapped back from the normalised scale:
+#: ``"location"`` like the series itself (``* std + mean``), ``"softplus_scale"`` as a spread
+#: whose consumer applies a softplus (e.g. darts' Gaussian ``sigma``): ``softplus`` is scaled by
+#: ``std`` and mapped back through the inverse softplus.
+PARAM_KINDS = ("location", "softplus_scale")
+
+
+@dataclass
+class ReinPatchConfig:
+    """Configuration of :class:`ReinPatchNetwork`.
+
+    Attributes
+    ----------
+    input_length
+        Lookback ``L``.
+    output_length
+        Horizon ``H``.
+    n_channels
+        ``C`` (used only by the affine RevIN; the rest is channel independent).
+    compression_rate
+        ``R``: the token budget is ``N = ceil(L / R)`` patches for every series.
+    patcher
+        ``"learned"`` (ReinPatch), ``"uniform"``, ``"random"`` or ``"volatility"``.
+    group_size
+        ``G``: patchings drawn per series for GRPG (>= 2 for the learned patcher).
+    entropy_coef
+        Weight of the entropy bonus in the policy loss.
+    scale_rewards
+        ``"group"``, ``"batch"`` or ``"none"`` (see :func:`~reinpatch_forecast.nn.grpg.group_advantages`).
+    nr_params
+        ``Q``: values per forecast step.
+    param_kinds
+        One entry of :data:`PARAM_KINDS` per forecast parameter; default all ``"location"``.
+    d_model, n_heads, n_layers, ff_multiplier, dropout, resample_points
+        Backbone sizes (see :class:`~reinpatch_forecast.nn.backbone.BackboneConfig`).
+    use_local_mean, use_resampled, use_position, local_activation
+        Token parts, for ablations.
+    patcher_hidden_size, patcher_layers, patcher_kernel_size
+        Sizes of the learned patcher.
+    revin, revin_affine
+        Instance normalisation of every series, and its optional affine map.
+    levels
+        Boundary levels; only 1 is implemented.
+    """
+
+    input_length: int
+    output_length: int
+    n_channels: int = 1
+    compression_rate: float = 8
+    patcher: str = "learned"
+    group_size: int = 8
+    entropy_coef: float = 1e-3
+    scale_rewards: str = "group"
+    nr_params: int = 1
+    param_kinds: tuple[str, ...] | None = None
+    d_model: int = 64
+    n_heads: int = 4
+    n_layers: int = 2
+    ff_multiplier: int = 2
+    dropout: float = 0.1
+    resample_points: int = 8
+    use_local_mean: bool = True
+    use_resampled: bool = True
+    use_position: bool = True
+    local_activation: bool = True
+    patcher_hidden_size: int = 32
+    patcher_layers: int = 4
+    patcher_kernel_size: int = 3
+    revin: bool = True
+    revin_affine: bool = False
+    levels: int = 1
+    backbone: BackboneConfig = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        check_budget(self.input_length, self.compression_rate)
+        if self.input_length < 2:
+            raise ValueError(
+                f"input_length must be >= 2 to place patch boundaries, got {self.input_length}."
+            )
+        if self.patcher not in PATCHER_NAMES:
+            raise ValueError(
+                f"Unknown patcher {self.patcher!r}; use one of {', '.join(PATCHER_NAMES)}."
+            )
+        if not isinstance(self.group_size, int) or self.group_size < 1:
+            raise ValueError(f"group_size must be a positive integer, got {self.group_size!r}.")
+        if self.patcher == "learned" and self.group_size < 2:
+            raise ValueError(
+                f"group_size={self.group_size} with the learned patcher: GRPG compares the draws "
+                "within a group, so it needs group_size >= 2 (8 is the default)."
+            )
+        if self.scale_rewards not in SCALE_REWARDS:
+            raise ValueError(
+                f"scale_rewards must be one of {SCALE_REWARDS}, got {self.scale_rewards!r}."
+            )
+        if self.entropy_coef < 0:
+            raise ValueError(f"entropy_coef must be >= 0, got {self.entropy_coef}.")
+        if self.n_channels < 1:
+            raise ValueError(f"n_channels must be >= 1, got {self.n_channels}.")
+        if self.param_kinds is None:
+            self.param_kinds = ("location",) * self.nr_params
+        self.param_kinds = tuple(self.param_kinds)
+        if len(self.param_kinds) != self.nr_params or not set(self.param_kinds) <= set(PARAM_KINDS):
+            raise ValueError(
+                f"param_kinds must hold nr_params={self.nr_params} entries from {PARAM_KINDS}, "
+                f"got {self.param_kinds}."
+            )
+        if self.levels != 1:
+            raise NotImplementedError(
+                f"levels={self.levels}: only single-level patching (levels=1) is implemented."
+            )
+        self.backbone = BackboneConfig(
+            input_length=self.input_length,
+            output_length=self.output_length,
+            n_patches=self.n_patches,
+            nr_params=self.nr_params,
+            d_model=self.d_model,
+            n_heads=self.n_heads,
+            n_layers=self.n_layers,
+            ff_multiplier=self.ff_multiplier,
+            dropout=self.dropout,
+            resample_points=self.resample_points,
+            use_local_mean=self.use_local_mean,
+            use_resampled=self.use_resampled,
+            use_position=self.use_position,
+            local_activation=self.local_activation,
+        )
+
+    @property
+    def n_patches(self) -> int:
+        """Token budget ``N = ceil(L / R)``."""
+        return token_budget(self.input_length, self.compression_rate)
+
+    def to_dict(self) -> dict:
+        """The constructor arguments, as plain Python values."""
+        values = asdict(self)
+        values.pop("backbone")
+        return values
+
+
+@dataclass
+class Rollout:
+    """Forecasts of ``G`` patchings of every series.
+
+    Attributes
+    ----------
+    prediction
+        ``(B, G, H, C, Q)`` on the scale of the input.
+    log_prob
+        ``(B, G, C)``: log-probability of each patching under the patcher.
+    entropy
+        ``(B, C)``: the patcher's entropy per series.
+    starts
+        ``(B, G, C, N)`` int64: the patchings.
+    """
+
+    prediction: Tensor
+    log_prob: Tensor
+    entropy: Tensor
+    starts: Tensor
+
+
+@dataclass
+class TrainingLosses:
+    """Losses of one GRPG step and its diagnostics (scalars).
+
+    Attributes
+    ----------
+    loss
+        ``backbone_loss + policy_loss``: one backward on it trains both parts.
+    backbone_loss
+        Mean forecasting loss over the ``G`` patchings.
+    policy_loss
+        GRPG loss (0 when the patcher is not trained).
+    mean_reward, advantage_std, entropy
+        GRPG diagnostics (detached).
+    mean_patch_length, patch_length_std
+        Patch-length statistics of the draws (the mean is ``L / N`` under the exact budget).
+    """
+
+    loss: Tensor
+    backbone_loss: Tensor
+    policy_loss: Tensor
+    mean_reward: Tensor
+    advantage_std: Tensor
+    entropy: Tensor
+    mean_patch_length: Tensor
+    patch_length_std: Tensor
+
+
+def _inverse_softplus(y: Tensor) -> Tensor:
+    y = y.clamp(min=1e-8)
+    return y + torch.log(-torch.expm1(-y))
+
+
+class ReinPatchNetwork(nn.Module):
+    """ReinPatch in pure PyTorch: patcher + backbone.
+
+    Parameters
+    ----------
+    config
+        The configuration.
+    patcher
+        A patcher to use instead of the one ``config.patcher`` names (e.g. a pretrained
+        :class:`~reinpatch_forecast.nn.patchers.LearnedPatcher`, frozen or not).
+    """
+
+    def __init__(self, config: ReinPatchConfig, patcher: Patcher | None = None) -> None:
+        super().__init__()
+        self.config = config
+        if patcher is None:
+            patcher = make_patcher(
+                config.patcher,
+                **(
+                    dict(
+                        hidden_size=config.patcher_hidden_size,
+                        n_layers=config.patcher_layers,
+                        kernel_size=config.patcher_kernel_size,
+                    )
+                    if config.patcher == "learned"
+                    else {}
+                ),
+            )
+        self.patcher = patcher
+        self.revin = RevIN(config.n_channels, affine=config.revin_affine) if config.revin else None
+        self.backbone = Backbone(config.backbone)
+
+    # -- parameter groups -------------------------------------------------------------------
+    def patcher_parameters(self) -> list[nn.Parameter]:
+        """Trainable parameters of the patcher (the policy)."""
+        return [p for p in self.patcher.parameters() if p.requires_grad]
+
+    def backbone_parameters(self) -> list[nn.Parameter]:
+        """Trainable parameters of everything but the patcher."""
+        patcher_ids = {id(p) for p in self.patcher.parameters()}
+        return [p for p in self.parameters() if p.requires_grad and id(p) not in patcher_ids]
+
+    @property
+    def trains_patcher(self) -> bool:
+        """Whether training steps draw groups and train the patcher by GRPG."""
+        return isinstance(self.patcher, LearnedPatcher) and self.patcher.trainable
+
+    # -- internals --------------------------------------------------------------------------
+    def _normalise(self, x: Tensor) -> tuple[Tensor, Tensor, InstanceStats | None]:
+        """Fold channels and normalise: ``x`` ``(B, L, C)`` -> patcher input, backbone input."""
+        batch, length, channels = x.shape
+        series = x.transpose(1, 2).reshape(batch * channels, length)  # (R, L)
+        if self.revin is None:
+            return series, series, None
+        stats = self.revin.statistics(series)
+        normalised = self.revin.normalise(series, stats)  # (R, L)
+        # The patcher reads the plain normalised series, so no policy gradient reaches RevIN's
+        # affine parameters (which belong to the backbone).
+        return normalised, self.revin.apply_affine(normalised), stats
+
+    def _denormalise(self, out: Tensor, stats: InstanceStats | None) -> Tensor:
+        """Map the backbone's ``(R*G, H, Q)`` output back to the series' scale."""
+        if stats is None:
+            return out
+        params = []
+        for q, kind in enumerate(self.config.param_kinds):
+            value = out[..., q]  # (R*G, H)
+            if kind == "location":
+                params.append(self.revin.denormalise(value, stats))
+            else:
+                spread = self.revin.denormalise(F.softplus(value), stats, shift=False)
+                params.append(_inverse_softplus(spread))
+        return torch.stack(params, dim=-1)  # (R*G, H, Q)
+
+    def _forecast(self, backbone_input: Tensor, starts: Tensor, stats: InstanceStats | None,
+                  batch: int, channels: int) -> Tensor:
+        group = starts.shape[1]
+        out = self.backbone(backbone_input, starts)  # (R*G, H, Q)
+        out = self._denormalise(out, stats)  # (R*G, H, Q)
+        out = out.reshape(batch, channels, group, *out.shape[1:])  # (B, C, G, H, Q)
+        return out.permute(0, 2, 3, 1, 4)  # (B, G, H, C, Q)
+
+    def _check_input(self, x: Tensor) -> None:
+        if x.dim() != 3 or x.shape[1] != self.config.input_length:
+            raise ValueError(
+                f"Expected input of shape (batch, {self.config.input_length}, channels), "
+                f"got {tuple(x.shape)}."
+            )
+
+    # -- public API -------------------------------------------------------------------------
+    def forward(self, x: Tensor) -> Tensor:
+        """Forecast with the patcher's deterministic boundaries.
+
+        Parameters
+        ----------
+        x
+            ``(B, L, C)`` lookback windows.
+
+        Returns
+        -------
+        Tensor
+            ``(B, H, C, Q)``.
+        """
+        self._check_input(x)
+        batch, _, channels = x.shape
+        patcher_input, backbone_input, stats = self._normalise(x)
+        patching = self.patcher.decode(patcher_input, self.config.n_patches)  # starts (R, 1, N)
+        out = self._forecast(backbone_input, patching.starts, stats, batch, channels)
+        return out[:, 0]  # (B, H, C, Q)
+
+    def boundaries(self, x: Tensor) -> Tensor:
+        """The deterministic patch starts of every series, ``(B, C, N)`` int64, for ``(B, L, C)``."""
+        self._check_input(x)
+        batch, _, channels = x.shape
+        patcher_input, _, _ = self._normalise(x)
+        starts = self.patcher.decode(patcher_input, self.config.n_patches).starts  # (R, 1, N)
+        return starts[:, 0].reshape(batch, channels, -1)  # (B, C, N)
+
+    def rollout(self, x: Tensor, group_size: int | None = None) -> Rollout:
+        """Forecasts of a group of sampled patchings of every series.
+
+        The patcher and the local encoder run once per series; the backbone runs once on all
+        ``B*C*G`` patchings. A patcher that is not trained draws one patching (``G = 1``).
+
+        Parameters
+        ----------
+        x
+            ``(B, L, C)``.
+        group_size
+            ``G``; defaults to ``config.group_size``.
+        """
+        self._check_input(x)
+        batch, _, channels = x.shape
+        group = group_size or self.config.group_size
+        if not self.trains_patcher:
+            group = 1
+        patcher_input, backbone_input, stats = self._normalise(x)
+        patching = self.patcher.sample(patcher_input, self.config.n_patches, group)
+        prediction = self._forecast(backbone_input, patching.starts, stats, batch, channels)
+        n_patches = patching.starts.shape[-1]
+        return Rollout(
+            prediction=prediction,  # (B, G, H, C, Q)
+            log_prob=patching.log_prob.reshape(batch, channels, group).transpose(1, 2),
+            entropy=patching.entropy.reshape(batch, channels),
+            starts=patching.starts.reshape(batch, channels, group, n_patches).transpose(1, 2),
+        )
+
+    def policy_loss_from(self, rollout: Rollout, per_sample_loss: Tensor):
+        """GRPG policy loss of a rollout given the loss of every draw.
+
+        Parameters
+        ----------
+        rollout
+            The rollout.
+        per_sample_loss
+            ``(B, G, C)``: forecasting loss of each series under each draw.
+
+        Returns
+        -------
+        PolicyLoss
+            See :class:`~reinpatch_forecast.nn.grpg.PolicyLoss`; a zero loss when the patcher
+            is not trained.
+        """
+        batch, group, channels = per_sample_loss.shape
+        rewards = -per_sample_loss.detach().transpose(1, 2).reshape(batch * channels, group)
+        log_prob = rollout.log_prob.transpose(1, 2).reshape(batch * channels, group)  # (R, G)
+        result = policy_loss(
+            rewards, log_prob, rollout.entropy.reshape(-1),
+            entropy_coef=self.config.entropy_coef,
+            scale=self.config.scale_rewards,  # type: ignore[arg-type]
+        )
+        if not self.trains_patcher:
+            result.loss = per_sample_loss.new_zeros(())
+        return result
+
+    def training_losses(
+        self,
+        x: Tensor,
+        y: Tensor,
+        group_size: int | None = None,
+        elementwise_loss: Callable[[Tensor, Tensor], Tensor] | None = None,
+    ) -> TrainingLosses:
+        """Losses of one GRPG training step.
+
+        Parameters
+        ----------
+        x
+            ``(B, L, C)`` lookback windows.
+        y
+            ``(B, H, C)`` targets.
+        group_size
+            ``G``; defaults to ``config.group_size``.
+        elementwise_loss
+            Maps ``prediction`` ``(B, G, H, C, Q)`` and ``target`` ``(B, G, H, C)`` to a loss per
+            element ``(B, G, H, C)``; default the squared error of the first parameter.
+
+        Returns
+        -------
+        TrainingLosses
+        """
+        rollout = self.rollout(x, group_size)
+        target = y.unsqueeze(1).expand(-1, rollout.prediction.shape[1], -1, -1)  # (B, G, H, C)
+        if elementwise_loss is None:
+            per_element = (rollout.prediction[..., 0] - target) ** 2  # (B, G, H, C)
+        else:
+            per_element = elementwise_loss(rollout.prediction, target)  # (B, G, H, C)
+        per_sample = per_element.mean(dim=2)  # (B, G, C)
+        backbone_loss = per_sample.mean()
+        policy = self.policy_loss_from(rollout, per_sample)
+        lengths = patch_lengths(rollout.starts, self.config.input_length).float()  # (B,G,C,N)
+        return TrainingLosses(
+            loss=backbone_loss + policy.loss,
+            backbone_loss=backbone_loss,
+            policy_loss=policy.loss,
+            mean_reward=policy.mean_reward,
+            advantage_std=policy.advantage_std,
+            entropy=policy.entropy,
+            mean_patch_length=lengths.mean(),
+            patch_length_std=lengths.std(dim=-1, unbiased=False).mean(),
+        )
