@@ -1,0 +1,643 @@
+"""The LTSF benchmark datasets and the standard evaluation protocol.
+
+The five long-term-forecasting (LTSF) datasets (ETTh1, ETTh2, ETTm1, ETTm2, weather), the
+standard Informer/Autoformer/PatchTST/DLinear/Time-Series-Library split with its look-back
+overlap, train-only standard scaling, stride-1 windows and a windowed evaluator that reports
+MSE/MAE on *all* test windows (optionally reproducing the old ``drop_last`` truncation).
+
+This module depends on numpy and pandas only. It never looks for data in a fixed place: pass
+``data_dir`` or set the environment variable ``REINPATCH_DATA_DIR``.
+
+Shape legend
+------------
+T : rows of a split (time steps)
+C : channels (numeric columns)
+L : look-back length
+H : forecast horizon
+W : number of stride-1 windows of a split, ``T - L - H + 1``
+b : windows in one batch
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "DATA_DIR_ENV_VAR",
+    "LTSF_DATASETS",
+    "LTSF_FAMILIES",
+    "LTSF_HORIZONS",
+    "LTSFSplits",
+    "load_ltsf_frame",
+    "load_bundled_etth1",
+    "split_family",
+    "split_borders",
+    "prepare_ltsf",
+    "sliding_windows",
+    "evaluate_windows",
+    "repeat_forecast",
+]
+
+#: Environment variable naming the folder that holds ``NAME.csv.gz`` / ``NAME.csv``.
+DATA_DIR_ENV_VAR = "REINPATCH_DATA_DIR"
+
+#: Dataset name -> split family (``"ETTh"``, ``"ETTm"`` or ``"custom"``).
+LTSF_DATASETS: Mapping[str, str] = MappingProxyType(
+    {
+        "ETTh1": "ETTh",
+        "ETTh2": "ETTh",
+        "ETTm1": "ETTm",
+        "ETTm2": "ETTm",
+        "weather": "custom",
+    }
+)
+
+#: The split families of the standard protocol.
+LTSF_FAMILIES: tuple[str, ...] = ("ETTh", "ETTm", "custom")
+
+#: The standard forecast horizons.
+LTSF_HORIZONS: tuple[int, ...] = (96, 192, 336, 720)
+
+#: ETT split lengths in hours: 12 / 4 / 4 months of 30 days.
+_ETT_HOURS = (12 * 30 * 24, 4 * 30 * 24, 4 * 30 * 24)
+#: Rows per hour of each ETT family.
+_ETT_ROWS_PER_HOUR = {"ETTh": 1, "ETTm": 4}
+
+_SPLITS = ("train", "val", "test")
+
+PredictFn = Callable[[np.ndarray], np.ndarray]
+
+
+# --------------------------------------------------------------------------------------------
+# Loading
+# --------------------------------------------------------------------------------------------
+
+
+def _looks_like_path(name_or_path: str | os.PathLike[str]) -> bool:
+    if isinstance(name_or_path, os.PathLike):
+        return True
+    text = str(name_or_path)
+    return (
+        os.sep in text
+        or (os.altsep is not None and os.altsep in text)
+        or text.endswith((".csv", ".csv.gz"))
+    )
+
+
+def _resolve_csv(
+    name_or_path: str | os.PathLike[str], data_dir: str | os.PathLike[str] | None
+) -> Path:
+    """Find the CSV file for a dataset name or an explicit path."""
+    if _looks_like_path(name_or_path):
+        path = Path(name_or_path).expanduser()
+        if not path.is_file():
+            raise FileNotFoundError(f"LTSF CSV file not found: {str(path)!r}.")
+        return path
+
+    name = str(name_or_path)
+    if data_dir is None:
+        env_value = os.environ.get(DATA_DIR_ENV_VAR)
+        if not env_value:
+            raise FileNotFoundError(
+                f"No data folder given for dataset {name!r}: pass data_dir=... to "
+                f"load_ltsf_frame, or set the environment variable {DATA_DIR_ENV_VAR} to the "
+                f"folder that holds {name}.csv.gz or {name}.csv (or pass an explicit file path)."
+            )
+        data_dir = env_value
+        source = f"environment variable {DATA_DIR_ENV_VAR}"
+    else:
+        source = "data_dir"
+    folder = Path(data_dir).expanduser()
+    if not folder.is_dir():
+        raise FileNotFoundError(f"Data folder {str(folder)!r} (from {source}) does not exist.")
+    candidates = [folder / f"{name}.csv.gz", folder / f"{name}.csv"]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    raise FileNotFoundError(
+        f"Dataset {name!r} not found in {str(folder)!r} (from {source}): looked for "
+        + " and ".join(repr(c.name) for c in candidates)
+        + "."
+    )
+
+
+def load_ltsf_frame(
+    name_or_path: str | os.PathLike[str],
+    data_dir: str | os.PathLike[str] | None = None,
+) -> pd.DataFrame:
+    """Read an LTSF CSV file into a numeric frame indexed by its dates.
+
+    Parameters
+    ----------
+    name_or_path
+        A dataset name such as ``"ETTh1"`` (looked up as ``NAME.csv.gz``, then ``NAME.csv``, in
+        ``data_dir``), or an explicit path to a CSV file (plain or gzip) with a ``date`` column.
+        A value counts as a path when it is a ``PathLike``, holds a path separator, or ends in
+        ``.csv`` / ``.csv.gz``.
+    data_dir
+        Folder holding the dataset files. Default: the environment variable
+        ``REINPATCH_DATA_DIR``. Ignored when ``name_or_path`` is a path.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Shape ``(n_rows, C)``: every column except ``date``, as float64, in file order (the
+        target ``OT`` last for the LTSF files). The index is the parsed ``date`` column
+        (a ``DatetimeIndex`` named ``"date"``); it is kept as read, so repeated timestamps and
+        gaps (``weather``) remain, since the protocol slices by row.
+
+    Raises
+    ------
+    FileNotFoundError
+        The file is missing, or a name was given with neither ``data_dir`` nor the environment
+        variable set.
+    ValueError
+        No ``date`` column, unparsable dates, no data column, a non-numeric column, or an
+        empty / NaN cell.
+    """
+    path = _resolve_csv(name_or_path, data_dir)
+    frame = pd.read_csv(path, encoding="utf-8")
+    if "date" not in frame.columns:
+        raise ValueError(
+            f"{str(path)!r} has no 'date' column; an LTSF CSV needs one (columns found: "
+            f"{list(frame.columns)[:10]})."
+        )
+    try:
+        dates = pd.to_datetime(frame.pop("date"))
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"Could not parse the 'date' column of {str(path)!r}: {exc}") from exc
+    if dates.isna().any():
+        first = int(np.flatnonzero(dates.isna().to_numpy())[0])
+        raise ValueError(f"{str(path)!r}: empty 'date' cell at data row {first}.")
+    if frame.shape[1] == 0:
+        raise ValueError(f"{str(path)!r} has no data column besides 'date'.")
+
+    non_numeric = [
+        str(col)
+        for col in frame.columns
+        if not pd.api.types.is_numeric_dtype(frame[col]) or pd.api.types.is_bool_dtype(frame[col])
+    ]
+    if non_numeric:
+        raise ValueError(
+            f"{str(path)!r}: non-numeric column(s) {non_numeric}; every column except 'date' "
+            "must hold numbers."
+        )
+    nan_mask = frame.isna().to_numpy()
+    if nan_mask.any():
+        bad_cols = [str(c) for c, bad in zip(frame.columns, nan_mask.any(axis=0)) if bad]
+        first_row = int(np.flatnonzero(nan_mask.any(axis=1))[0])
+        raise ValueError(
+            f"{str(path)!r}: {int(nan_mask.sum())} NaN / empty cell(s) in column(s) {bad_cols} "
+            f"(first at data row {first_row})."
+        )
+
+    frame = frame.astype(np.float64)
+    frame.index = pd.DatetimeIndex(dates, name="date")
+    return frame
+
+
+def load_bundled_etth1() -> pd.DataFrame:
+    """Read the copy of ETTh1 shipped inside the package (``reinpatch_forecast/data``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Shape ``(17420, 7)``, as :func:`load_ltsf_frame` returns it.
+
+    Raises
+    ------
+    FileNotFoundError
+        The package has no ``data/ETTh1.csv.gz`` (for example an installation without its
+        package data).
+    """
+    resource = importlib.resources.files("reinpatch_forecast") / "data" / "ETTh1.csv.gz"
+    if not resource.is_file():
+        raise FileNotFoundError(
+            "The bundled ETTh1 copy (reinpatch_forecast/data/ETTh1.csv.gz) is not in this "
+            "installation of reinpatch_forecast; reinstall the package with its package data, "
+            f"or use load_ltsf_frame('ETTh1', data_dir=...) / the {DATA_DIR_ENV_VAR} "
+            "environment variable."
+        )
+    with importlib.resources.as_file(resource) as path:
+        return load_ltsf_frame(Path(path))
+
+
+# --------------------------------------------------------------------------------------------
+# Splits and scaling
+# --------------------------------------------------------------------------------------------
+
+
+def split_family(name_or_family: str) -> str:
+    """Map a dataset name or a family name to its split family.
+
+    Parameters
+    ----------
+    name_or_family
+        A key of :data:`LTSF_DATASETS` (case-insensitive) or one of :data:`LTSF_FAMILIES`.
+
+    Returns
+    -------
+    str
+        ``"ETTh"``, ``"ETTm"`` or ``"custom"``.
+    """
+    if name_or_family in LTSF_FAMILIES:
+        return name_or_family
+    lowered = str(name_or_family).lower()
+    for name, family in LTSF_DATASETS.items():
+        if name.lower() == lowered:
+            return family
+    for family in LTSF_FAMILIES:
+        if family.lower() == lowered:
+            return family
+    raise ValueError(
+        f"Unknown dataset or split family {name_or_family!r}: use one of "
+        f"{list(LTSF_DATASETS)} or a family {list(LTSF_FAMILIES)} (other 70/10/20 datasets such "
+        "as electricity, traffic or exchange_rate use 'custom')."
+    )
+
+
+def split_borders(name_or_family: str, n_rows: int, lookback: int) -> dict[str, tuple[int, int]]:
+    """Row ranges of the standard LTSF train / val / test split.
+
+    Val and test start ``lookback`` rows before their boundary, so the first target window
+    begins exactly at the boundary.
+
+    Parameters
+    ----------
+    name_or_family
+        Dataset name (``"ETTh1"``, ...) or split family (``"ETTh"``, ``"ETTm"``, ``"custom"``).
+    n_rows
+        Rows of the whole series.
+    lookback
+        ``L``.
+
+    Returns
+    -------
+    dict of str to (int, int)
+        ``{"train": (0, n_train), "val": (n_train - L, n_train + n_val),
+        "test": (n - n_test - L, n)}``: half-open ``[start, stop)`` row ranges. For ETTh the
+        borders are 8640 / 11520 / 14400 (ETTm: ×4) and later rows are unused; for custom
+        ``n_train = int(n * 0.7)``, ``n_test = int(n * 0.2)``, ``n_val = n - n_train - n_test``.
+
+    Raises
+    ------
+    ValueError
+        Unknown family, ``lookback < 1``, too few rows, or a look-back reaching before row 0.
+    """
+    family = split_family(name_or_family)
+    n_rows = int(n_rows)
+    lookback = int(lookback)
+    if lookback < 1:
+        raise ValueError(f"lookback must be >= 1, got {lookback}.")
+    if family in _ETT_ROWS_PER_HOUR:
+        k = _ETT_ROWS_PER_HOUR[family]
+        n_train, n_val, n_test = (k * h for h in _ETT_HOURS)
+        end = n_train + n_val + n_test
+        if n_rows < end:
+            raise ValueError(
+                f"The {family} split needs at least {end} rows, the series has {n_rows}."
+            )
+        train = (0, n_train)
+        val = (n_train - lookback, n_train + n_val)
+        test = (n_train + n_val - lookback, end)
+    else:
+        n_train = int(n_rows * 0.7)
+        n_test = int(n_rows * 0.2)
+        n_val = n_rows - n_train - n_test
+        if min(n_train, n_val, n_test) < 1:
+            raise ValueError(f"Too few rows ({n_rows}) for a 70/10/20 split.")
+        train = (0, n_train)
+        val = (n_train - lookback, n_train + n_val)
+        test = (n_rows - n_test - lookback, n_rows)
+    if val[0] < 0:
+        raise ValueError(
+            f"lookback={lookback} is longer than the training part ({train[1]} rows) of the "
+            f"{family} split."
+        )
+    return {"train": train, "val": val, "test": test}
+
+
+@dataclass(frozen=True)
+class LTSFSplits:
+    """A dataset split, scaled with statistics of the training rows.
+
+    Attributes
+    ----------
+    train, val, test
+        float32 arrays of shape ``(T_split, C)``, standard-scaled; val and test include their
+        ``L`` look-back rows.
+    mean, std
+        float64 arrays of shape ``(C,)``: the scaler fitted on the training rows (population
+        std, ``ddof=0``; a constant channel gets ``std = 1`` as in sklearn).
+    columns
+        The ``C`` column names, in array order.
+    borders
+        ``{"train" | "val" | "test": (start, stop)}`` row ranges in the original frame
+        (see :func:`split_borders`).
+    dates
+        ``{"train" | "val" | "test": DatetimeIndex}`` of length ``T_split``: the frame's index
+        over each split's rows.
+    family
+        The split family (``"ETTh"``, ``"ETTm"`` or ``"custom"``).
+    lookback, horizon
+        ``L`` and ``H`` the split was prepared for.
+    """
+
+    train: np.ndarray
+    val: np.ndarray
+    test: np.ndarray
+    mean: np.ndarray
+    std: np.ndarray
+    columns: tuple[str, ...]
+    borders: dict[str, tuple[int, int]]
+    dates: dict[str, pd.Index]
+    family: str
+    lookback: int
+    horizon: int
+
+    def split(self, name: str) -> np.ndarray:
+        """Return the scaled array ``(T_split, C)`` of ``"train"``, ``"val"`` or ``"test"``."""
+        if name not in _SPLITS:
+            raise ValueError(f"Unknown split {name!r}: use one of {list(_SPLITS)}.")
+        return getattr(self, name)
+
+    def n_windows(self, name: str) -> int:
+        """Number of stride-1 windows ``T_split - L - H + 1`` of a split."""
+        return self.split(name).shape[0] - self.lookback - self.horizon + 1
+
+    def windows(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """Stride-1 windows of a split (read-only views, see :func:`sliding_windows`).
+
+        Returns
+        -------
+        x : numpy.ndarray
+            Shape ``(W, L, C)``.
+        y : numpy.ndarray
+            Shape ``(W, H, C)``.
+        """
+        return sliding_windows(self.split(name), self.lookback, self.horizon)
+
+    def inverse_transform(self, array: np.ndarray) -> np.ndarray:
+        """Undo the scaling: ``array * std + mean`` over the last axis (``..., C``), float64."""
+        return np.asarray(array, dtype=np.float64) * self.std + self.mean
+
+
+def prepare_ltsf(
+    frame: pd.DataFrame,
+    family: str,
+    lookback: int,
+    horizon: int,
+    target_columns: Sequence[str] | None = None,
+) -> LTSFSplits:
+    """Split a frame by the standard protocol and scale it with train-only statistics.
+
+    Parameters
+    ----------
+    frame
+        Shape ``(n_rows, C_all)``: numeric columns, indexed by date (as from
+        :func:`load_ltsf_frame`).
+    family
+        Dataset name or split family (see :func:`split_borders`).
+    lookback
+        ``L``.
+    horizon
+        ``H``; every split must yield at least one window.
+    target_columns
+        Columns to keep, in this order. ``None`` keeps them all (the multivariate ``"M"``
+        setting); ``["OT"]`` gives the univariate ``"S"`` setting. The scaler is fitted on the
+        kept columns.
+
+    Returns
+    -------
+    LTSFSplits
+        float32 arrays ``(T_split, C)`` for train / val / test and the fitted scaler.
+
+    Raises
+    ------
+    ValueError
+        Unknown columns, non-numeric or NaN data, a bad ``lookback`` / ``horizon``, or a split
+        too short for one window.
+    """
+    family = split_family(family)
+    lookback = int(lookback)
+    horizon = int(horizon)
+    if horizon < 1:
+        raise ValueError(f"horizon must be >= 1, got {horizon}.")
+    if target_columns is not None:
+        cols = list(target_columns)
+        missing = [c for c in cols if c not in frame.columns]
+        if missing:
+            raise ValueError(
+                f"target_columns {missing} not in the frame (columns: {list(frame.columns)})."
+            )
+        if not cols:
+            raise ValueError("target_columns must name at least one column.")
+        frame = frame[cols]
+    non_numeric = [
+        str(c)
+        for c in frame.columns
+        if not pd.api.types.is_numeric_dtype(frame[c]) or pd.api.types.is_bool_dtype(frame[c])
+    ]
+    if non_numeric:
+        raise ValueError(f"Non-numeric column(s) {non_numeric}.")
+    values = frame.to_numpy(dtype=np.float64)
+    if np.isnan(values).any():
+        raise ValueError("The frame holds NaN cells; the LTSF protocol needs complete data.")
+
+    borders = split_borders(family, values.shape[0], lookback)
+    for name, (start, stop) in borders.items():
+        if stop - start - lookback - horizon + 1 < 1:
+            raise ValueError(
+                f"The {name} split (rows {start}..{stop}) is too short for one window of "
+                f"lookback {lookback} + horizon {horizon}."
+            )
+
+    train_start, train_stop = borders["train"]
+    train_rows = values[train_start:train_stop]
+    mean = train_rows.mean(axis=0)
+    std = train_rows.std(axis=0, ddof=0)
+    std = np.where(std == 0.0, 1.0, std)
+
+    arrays = {
+        name: np.ascontiguousarray(((values[start:stop] - mean) / std).astype(np.float32))
+        for name, (start, stop) in borders.items()
+    }
+    dates = {name: frame.index[start:stop] for name, (start, stop) in borders.items()}
+    return LTSFSplits(
+        train=arrays["train"],
+        val=arrays["val"],
+        test=arrays["test"],
+        mean=mean,
+        std=std,
+        columns=tuple(str(c) for c in frame.columns),
+        borders=borders,
+        dates=dates,
+        family=family,
+        lookback=lookback,
+        horizon=horizon,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Windows and evaluation
+# --------------------------------------------------------------------------------------------
+
+
+def sliding_windows(
+    array: np.ndarray, lookback: int, horizon: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Stride-1 input / target windows as read-only views (no copy).
+
+    Window ``i`` has input ``array[i : i+L]`` and target ``array[i+L : i+L+H]``.
+
+    Parameters
+    ----------
+    array
+        Shape ``(T, C)``.
+    lookback
+        ``L >= 1``.
+    horizon
+        ``H >= 1``.
+
+    Returns
+    -------
+    x : numpy.ndarray
+        Shape ``(W, L, C)`` with ``W = T - L - H + 1``; a view into ``array``.
+    y : numpy.ndarray
+        Shape ``(W, H, C)``; a view into ``array``.
+
+    Raises
+    ------
+    ValueError
+        ``array`` is not 2-D, ``L`` or ``H`` < 1, or ``T < L + H``.
+    """
+    array = np.asarray(array)
+    lookback = int(lookback)
+    horizon = int(horizon)
+    if array.ndim != 2:
+        raise ValueError(f"array must have shape (T, C), got shape {array.shape}.")
+    if lookback < 1 or horizon < 1:
+        raise ValueError(f"lookback and horizon must be >= 1, got {lookback} and {horizon}.")
+    if array.shape[0] < lookback + horizon:
+        raise ValueError(
+            f"A series of {array.shape[0]} rows has no window of lookback {lookback} + "
+            f"horizon {horizon}."
+        )
+    # (W, C, L+H) -> (W, L+H, C); still a view.
+    view = np.lib.stride_tricks.sliding_window_view(array, lookback + horizon, axis=0)
+    view = view.transpose(0, 2, 1)
+    return view[:, :lookback], view[:, lookback:]
+
+
+def evaluate_windows(
+    predict_fn: PredictFn,
+    split_array: np.ndarray,
+    lookback: int,
+    horizon: int,
+    batch_size: int = 512,
+    drop_last_batch_size: int | None = None,
+) -> dict[str, float | int]:
+    """MSE and MAE of a forecaster over the stride-1 windows of a split.
+
+    Both metrics are one flat mean over windows × horizon × channels, accumulated in float64.
+
+    Parameters
+    ----------
+    predict_fn
+        Maps ``x`` of shape ``(b, L, C)`` (a contiguous float array) to ``y_hat`` of shape
+        ``(b, H, C)`` (anything ``numpy.asarray`` accepts, such as a CPU tensor without grad).
+    split_array
+        Shape ``(T, C)``: a scaled split including its look-back rows (``LTSFSplits.test``).
+    lookback, horizon
+        ``L`` and ``H``.
+    batch_size
+        Windows per ``predict_fn`` call.
+    drop_last_batch_size
+        ``None`` (default) scores all windows. An integer ``B`` reproduces the old
+        ``drop_last=True`` test loader: the last ``W mod B`` windows are left out
+        (``B = 32`` matches the published LTSF-Linear tables).
+
+    Returns
+    -------
+    dict
+        ``{"mse": float, "mae": float, "n_windows": int (windows scored),
+        "n_dropped": int (windows left out by drop_last_batch_size)}``.
+
+    Raises
+    ------
+    ValueError
+        Bad sizes, a prediction of the wrong shape, or a non-finite prediction.
+    """
+    batch_size = int(batch_size)
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}.")
+    x_all, y_all = sliding_windows(split_array, lookback, horizon)
+    n_total = x_all.shape[0]
+    n_used = n_total
+    if drop_last_batch_size is not None:
+        if int(drop_last_batch_size) < 1:
+            raise ValueError(f"drop_last_batch_size must be >= 1, got {drop_last_batch_size}.")
+        n_used = n_total - n_total % int(drop_last_batch_size)
+        if n_used == 0:
+            raise ValueError(
+                f"drop_last_batch_size={drop_last_batch_size} leaves none of the {n_total} "
+                "windows."
+            )
+    n_channels = x_all.shape[2]
+
+    sq_sum = 0.0
+    abs_sum = 0.0
+    for start in range(0, n_used, batch_size):
+        stop = min(start + batch_size, n_used)
+        x = np.ascontiguousarray(x_all[start:stop])
+        y_hat = np.asarray(predict_fn(x), dtype=np.float64)
+        expected = (stop - start, horizon, n_channels)
+        if y_hat.shape != expected:
+            raise ValueError(
+                f"predict_fn returned shape {y_hat.shape} for input {x.shape}; expected "
+                f"{expected} = (b, H, C)."
+            )
+        err = y_hat - y_all[start:stop]  # float64
+        if not np.isfinite(err).all():
+            raise ValueError(f"predict_fn returned non-finite values for windows {start}..{stop}.")
+        abs_sum += float(np.abs(err).sum())
+        np.square(err, out=err)
+        sq_sum += float(err.sum())
+    n_values = n_used * horizon * n_channels
+    return {
+        "mse": sq_sum / n_values,
+        "mae": abs_sum / n_values,
+        "n_windows": n_used,
+        "n_dropped": n_total - n_used,
+    }
+
+
+def repeat_forecast(x: np.ndarray, horizon: int) -> np.ndarray:
+    """The Repeat baseline: the last input value of each channel, repeated ``H`` times.
+
+    Parameters
+    ----------
+    x
+        Shape ``(b, L, C)``.
+    horizon
+        ``H``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(b, H, C)``, same dtype as ``x``.
+    """
+    x = np.asarray(x)
+    if x.ndim != 3:
+        raise ValueError(f"x must have shape (b, L, C), got shape {x.shape}.")
+    if int(horizon) < 1:
+        raise ValueError(f"horizon must be >= 1, got {horizon}.")
+    return np.repeat(x[:, -1:, :], int(horizon), axis=1)

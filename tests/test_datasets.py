@@ -1,0 +1,359 @@
+"""Tests of reinpatch_forecast.datasets: loading, the standard LTSF split, windows, evaluation.
+
+The tests that need the real datasets read them from ``<repo>/../shared/data`` (passed as
+``data_dir``; the package itself never looks there) and are skipped when that folder is absent.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from reinpatch_forecast import datasets as ds
+from reinpatch_forecast.datasets import (
+    DATA_DIR_ENV_VAR,
+    LTSF_DATASETS,
+    LTSF_HORIZONS,
+    evaluate_windows,
+    load_bundled_etth1,
+    load_ltsf_frame,
+    prepare_ltsf,
+    repeat_forecast,
+    sliding_windows,
+    split_borders,
+)
+
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+L = 96
+
+# README table: rows, n_train / n_val / n_test (target rows), test windows for H = 96..720.
+EXPECTED = {
+    "ETTh1": (17420, (8640, 2880, 2880), (2785, 2689, 2545, 2161)),
+    "ETTh2": (17420, (8640, 2880, 2880), (2785, 2689, 2545, 2161)),
+    "ETTm1": (69680, (34560, 11520, 11520), (11425, 11329, 11185, 10801)),
+    "ETTm2": (69680, (34560, 11520, 11520), (11425, 11329, 11185, 10801)),
+    "weather": (52696, (36887, 5270, 10539), (10444, 10348, 10204, 9820)),
+}
+
+# design.md §4: Repeat MSE with the old truncation (drop the last n mod 32 test windows),
+# equal to the LTSF-Linear paper's Repeat row.
+PUBLISHED_REPEAT_MSE_TRUNCATED = {
+    "ETTh1": (1.295, 1.325, 1.323, 1.339),
+    "ETTh2": (0.432, 0.534, 0.591, 0.588),
+    "ETTm1": (1.214, 1.261, 1.283, 1.319),
+    "ETTm2": (0.266, 0.340, 0.412, 0.521),
+}
+# design.md §4: Repeat on all test windows, ETTh1.
+ETTH1_REPEAT_FULL_MSE = (1.294, 1.325, 1.330, 1.335)
+ETTH1_REPEAT_FULL_MAE = (0.713, 0.733, 0.746, 0.755)
+TOL = 5e-4  # the references have 3 decimals
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    if not (SHARED_DATA / "ETTh1.csv.gz").is_file():
+        pytest.skip(f"LTSF data folder {SHARED_DATA} is absent (needs shared/data beside the repo)")
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def frames(data_dir: Path) -> dict[str, pd.DataFrame]:
+    return {name: load_ltsf_frame(name, data_dir=data_dir) for name in LTSF_DATASETS}
+
+
+def _repeat_scores(splits: ds.LTSFSplits, horizon: int, **kwargs) -> dict:
+    predict = functools.partial(repeat_forecast, horizon=horizon)
+    return evaluate_windows(predict, splits.test, splits.lookback, horizon, **kwargs)
+
+
+# --------------------------------------------------------------------------------------------
+# Registry, borders, windows (no data needed)
+# --------------------------------------------------------------------------------------------
+
+
+def test_registry_families() -> None:
+    assert dict(LTSF_DATASETS) == {
+        "ETTh1": "ETTh",
+        "ETTh2": "ETTh",
+        "ETTm1": "ETTm",
+        "ETTm2": "ETTm",
+        "weather": "custom",
+    }
+    assert ds.split_family("etth1") == "ETTh"
+    assert ds.split_family("custom") == "custom"
+    with pytest.raises(ValueError, match="Unknown dataset or split family 'ECL'"):
+        ds.split_family("ECL")
+
+
+@pytest.mark.parametrize("lookback", [96, 336, 512])
+def test_split_borders_exact(lookback: int) -> None:
+    assert split_borders("ETTh1", 17420, lookback) == {
+        "train": (0, 8640),
+        "val": (8640 - lookback, 11520),
+        "test": (11520 - lookback, 14400),
+    }
+    assert split_borders("ETTm", 69680, lookback) == {
+        "train": (0, 34560),
+        "val": (34560 - lookback, 46080),
+        "test": (46080 - lookback, 57600),
+    }
+    assert split_borders("weather", 52696, lookback) == {
+        "train": (0, 36887),
+        "val": (36887 - lookback, 36887 + 5270),
+        "test": (52696 - 10539 - lookback, 52696),
+    }
+    # The absent custom datasets of the README table.
+    assert split_borders("custom", 26304, lookback)["test"] == (26304 - 5260 - lookback, 26304)
+    assert split_borders("custom", 17544, lookback)["val"] == (12280 - lookback, 12280 + 1756)
+
+
+def test_split_borders_errors() -> None:
+    with pytest.raises(ValueError, match="needs at least 14400 rows"):
+        split_borders("ETTh", 14399, 96)
+    with pytest.raises(ValueError, match="longer than the training part"):
+        split_borders("custom", 100, 71)
+    with pytest.raises(ValueError, match="lookback must be >= 1"):
+        split_borders("ETTh", 17420, 0)
+
+
+def test_sliding_windows_views_and_values() -> None:
+    array = np.arange(20 * 3, dtype=np.float32).reshape(20, 3)
+    x, y = sliding_windows(array, 5, 4)
+    assert x.shape == (20 - 5 - 4 + 1, 5, 3)
+    assert y.shape == (12, 4, 3)
+    assert np.shares_memory(x, array) and np.shares_memory(y, array)
+    for i in (0, 7, 11):
+        np.testing.assert_array_equal(x[i], array[i : i + 5])
+        np.testing.assert_array_equal(y[i], array[i + 5 : i + 9])
+    x1, y1 = sliding_windows(array, 10, 10)
+    assert x1.shape == (1, 10, 3) and y1.shape == (1, 10, 3)
+    with pytest.raises(ValueError, match="no window"):
+        sliding_windows(array, 10, 11)
+    with pytest.raises(ValueError, match=r"shape \(T, C\)"):
+        sliding_windows(array[:, 0], 2, 2)
+
+
+def test_repeat_forecast() -> None:
+    x = np.random.default_rng(0).normal(size=(4, 6, 2)).astype(np.float32)
+    y_hat = repeat_forecast(x, 3)
+    assert y_hat.shape == (4, 3, 2) and y_hat.dtype == np.float32
+    np.testing.assert_array_equal(y_hat, np.repeat(x[:, -1:, :], 3, axis=1))
+
+
+def test_evaluate_windows_flat_mean_batching_and_drop_last() -> None:
+    rng = np.random.default_rng(1)
+    array = rng.normal(size=(300, 3)).astype(np.float32)
+    lookback, horizon = 10, 7
+    _, y = sliding_windows(array, lookback, horizon)
+    n = y.shape[0]  # 284
+    expected_mse = float(np.mean(y.astype(np.float64) ** 2))
+    expected_mae = float(np.mean(np.abs(y.astype(np.float64))))
+    seen: list[int] = []
+
+    def zeros(x: np.ndarray) -> np.ndarray:
+        assert x.flags.c_contiguous and x.shape[1:] == (lookback, 3)
+        seen.append(x.shape[0])
+        return np.zeros((x.shape[0], horizon, 3), dtype=np.float32)
+
+    for batch_size in (1, 32, 100, 10_000):
+        seen.clear()
+        scores = evaluate_windows(zeros, array, lookback, horizon, batch_size=batch_size)
+        assert scores["n_windows"] == n and scores["n_dropped"] == 0
+        assert sum(seen) == n and max(seen) <= batch_size
+        assert scores["mse"] == pytest.approx(expected_mse, rel=1e-12)
+        assert scores["mae"] == pytest.approx(expected_mae, rel=1e-12)
+
+    truncated = evaluate_windows(zeros, array, lookback, horizon, drop_last_batch_size=32)
+    assert truncated["n_windows"] == 256 and truncated["n_dropped"] == n - 256
+    assert truncated["mse"] == pytest.approx(float(np.mean(y[:256].astype(np.float64) ** 2)))
+
+    with pytest.raises(ValueError, match=r"expected \(2, 7, 3\)"):
+        evaluate_windows(lambda x: x[:, :3], array, lookback, horizon, batch_size=2)
+    with pytest.raises(ValueError, match="non-finite"):
+        evaluate_windows(lambda x: np.full((x.shape[0], horizon, 3), np.nan), array, 10, 7)
+
+
+# --------------------------------------------------------------------------------------------
+# Loading errors (tmp_path CSVs)
+# --------------------------------------------------------------------------------------------
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_load_plain_csv_and_env_var(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _write(tmp_path / "toy.csv", "date,a,OT\n2020-01-01 00:00,1,2.5\n2020-01-01 01:00,3,4\n")
+    monkeypatch.setenv(DATA_DIR_ENV_VAR, str(tmp_path))
+    frame = load_ltsf_frame("toy")
+    assert list(frame.columns) == ["a", "OT"]
+    assert isinstance(frame.index, pd.DatetimeIndex) and frame.index.name == "date"
+    assert frame.index[1] == pd.Timestamp("2020-01-01 01:00")
+    assert (frame.dtypes == np.float64).all()
+    pd.testing.assert_frame_equal(load_ltsf_frame(tmp_path / "toy.csv"), frame)
+
+
+def test_load_missing_file_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(DATA_DIR_ENV_VAR, raising=False)
+    with pytest.raises(FileNotFoundError, match=f"data_dir.*{DATA_DIR_ENV_VAR}"):
+        load_ltsf_frame("ETTh1")
+    with pytest.raises(FileNotFoundError, match=r"'ETTh1.csv.gz' and 'ETTh1.csv'"):
+        load_ltsf_frame("ETTh1", data_dir=tmp_path)
+    with pytest.raises(FileNotFoundError, match="LTSF CSV file not found"):
+        load_ltsf_frame(tmp_path / "nope.csv")
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        load_ltsf_frame("ETTh1", data_dir=tmp_path / "no_such_folder")
+    monkeypatch.setenv(DATA_DIR_ENV_VAR, str(tmp_path))
+    with pytest.raises(FileNotFoundError, match=f"environment variable {DATA_DIR_ENV_VAR}"):
+        load_ltsf_frame("ETTh1")
+
+
+def test_load_missing_date_column(tmp_path: Path) -> None:
+    path = _write(tmp_path / "x.csv", "time,a\n2020-01-01,1\n")
+    with pytest.raises(ValueError, match="no 'date' column"):
+        load_ltsf_frame(path)
+
+
+def test_load_non_numeric_column(tmp_path: Path) -> None:
+    path = _write(tmp_path / "x.csv", "date,a,b\n2020-01-01,1,x\n2020-01-02,2,y\n")
+    with pytest.raises(ValueError, match=r"non-numeric column\(s\) \['b'\]"):
+        load_ltsf_frame(path)
+
+
+def test_load_nan_cell(tmp_path: Path) -> None:
+    path = _write(tmp_path / "x.csv", "date,a,b\n2020-01-01,1,2\n2020-01-02,,3\n2020-01-03,NaN,4\n")
+    with pytest.raises(ValueError, match=r"2 NaN / empty cell\(s\) in column\(s\) \['a'\] "
+                       r"\(first at data row 1\)"):
+        load_ltsf_frame(path)
+
+
+def test_load_bad_dates(tmp_path: Path) -> None:
+    path = _write(tmp_path / "x.csv", "date,a\nnot a date,1\n")
+    with pytest.raises(ValueError, match="Could not parse the 'date' column"):
+        load_ltsf_frame(path)
+
+
+def test_bundled_etth1_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(importlib.resources, "files", lambda package: tmp_path)
+    with pytest.raises(FileNotFoundError, match="bundled ETTh1"):
+        load_bundled_etth1()
+
+
+def test_bundled_etth1_present(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, frames: dict[str, pd.DataFrame]
+) -> None:
+    (tmp_path / "data").mkdir()
+    shutil.copy(SHARED_DATA / "ETTh1.csv.gz", tmp_path / "data" / "ETTh1.csv.gz")
+    monkeypatch.setattr(importlib.resources, "files", lambda package: tmp_path)
+    pd.testing.assert_frame_equal(load_bundled_etth1(), frames["ETTh1"])
+
+
+def test_bundled_etth1_in_this_installation(frames: dict[str, pd.DataFrame]) -> None:
+    resource = importlib.resources.files("reinpatch_forecast") / "data" / "ETTh1.csv.gz"
+    if not resource.is_file():
+        with pytest.raises(FileNotFoundError, match="bundled ETTh1"):
+            load_bundled_etth1()
+    else:
+        pd.testing.assert_frame_equal(load_bundled_etth1(), frames["ETTh1"])
+
+
+# --------------------------------------------------------------------------------------------
+# Real data: shapes, window counts, scaling, the Repeat baseline
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", list(LTSF_DATASETS))
+def test_frame_shapes_and_window_counts(name: str, frames: dict[str, pd.DataFrame]) -> None:
+    frame = frames[name]
+    n_rows, (n_train, n_val, n_test), test_windows = EXPECTED[name]
+    assert frame.shape == (n_rows, 21 if name == "weather" else 7)
+    assert frame.columns[-1] == "OT"
+    for horizon, expected_test in zip(LTSF_HORIZONS, test_windows):
+        splits = prepare_ltsf(frame, LTSF_DATASETS[name], L, horizon)
+        assert splits.n_windows("test") == expected_test
+        assert splits.n_windows("train") == n_train - L - horizon + 1
+        assert splits.n_windows("val") == n_val - horizon + 1
+        assert splits.train.shape == (n_train, frame.shape[1])
+        assert splits.val.shape[0] == n_val + L and splits.test.shape[0] == n_test + L
+        x, y = splits.windows("test")
+        assert x.shape == (expected_test, L, frame.shape[1])
+        assert y.shape == (expected_test, horizon, frame.shape[1])
+        # The first test target starts at the val/test boundary; no target leaves the split.
+        start, stop = splits.borders["test"]
+        assert (start + L, stop) == (n_train + n_val, n_train + n_val + n_test)
+        assert splits.dates["test"][L] == frame.index[n_train + n_val]
+        assert stop - start == splits.test.shape[0]
+
+
+def test_scaler_fitted_on_train_rows_only(frames: dict[str, pd.DataFrame]) -> None:
+    frame = frames["ETTh1"]
+    splits = prepare_ltsf(frame, "ETTh", L, 96)
+    assert splits.train.dtype == splits.val.dtype == splits.test.dtype == np.float32
+    assert splits.columns == tuple(frame.columns)
+    train_rows = frame.to_numpy()[:8640]
+    np.testing.assert_allclose(splits.mean, train_rows.mean(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(splits.std, train_rows.std(axis=0, ddof=0), rtol=1e-12)
+    np.testing.assert_allclose(splits.train.astype(np.float64).mean(axis=0), 0.0, atol=1e-5)
+    np.testing.assert_allclose(splits.train.astype(np.float64).std(axis=0), 1.0, atol=1e-5)
+    for other in (splits.val, splits.test):
+        mean = other.astype(np.float64).mean(axis=0)
+        std = other.astype(np.float64).std(axis=0)
+        assert np.abs(mean).max() > 0.05 and np.abs(std - 1.0).max() > 0.05
+    # The scaler is not the one of the whole series.
+    assert not np.allclose(splits.mean, frame.to_numpy().mean(axis=0))
+    # Round trip and the dates of each split.
+    start, stop = splits.borders["val"]
+    np.testing.assert_allclose(
+        splits.inverse_transform(splits.val), frame.to_numpy()[start:stop], rtol=1e-5, atol=1e-4
+    )
+    assert splits.dates["val"].equals(frame.index[start:stop])
+
+
+def test_prepare_univariate_and_errors(frames: dict[str, pd.DataFrame]) -> None:
+    frame = frames["ETTh1"]
+    uni = prepare_ltsf(frame, "ETTh1", L, 96, target_columns=["OT"])
+    assert uni.columns == ("OT",) and uni.test.shape == (2880 + L, 1)
+    full = prepare_ltsf(frame, "ETTh1", L, 96)
+    np.testing.assert_array_equal(uni.test[:, 0], full.test[:, -1])
+    with pytest.raises(ValueError, match="not in the frame"):
+        prepare_ltsf(frame, "ETTh1", L, 96, target_columns=["nope"])
+    with pytest.raises(ValueError, match="too short for one window"):
+        prepare_ltsf(frame, "ETTh1", L, 2880 + 1)
+
+
+@pytest.mark.parametrize("name", list(PUBLISHED_REPEAT_MSE_TRUNCATED))
+def test_repeat_reproduces_published_truncated(name: str, frames: dict[str, pd.DataFrame]) -> None:
+    for horizon, published in zip(LTSF_HORIZONS, PUBLISHED_REPEAT_MSE_TRUNCATED[name]):
+        splits = prepare_ltsf(frames[name], LTSF_DATASETS[name], L, horizon)
+        scores = _repeat_scores(splits, horizon, drop_last_batch_size=32)
+        n_all = splits.n_windows("test")
+        assert scores["n_windows"] == n_all - n_all % 32
+        assert scores["mse"] == pytest.approx(published, abs=TOL), (name, horizon, scores)
+
+
+def test_repeat_weather_h96_truncated(frames: dict[str, pd.DataFrame]) -> None:
+    splits = prepare_ltsf(frames["weather"], "custom", L, 96)
+    scores = _repeat_scores(splits, 96, drop_last_batch_size=32)
+    assert scores["mse"] == pytest.approx(0.259, abs=TOL)
+
+
+def test_repeat_etth1_all_windows(frames: dict[str, pd.DataFrame]) -> None:
+    for horizon, mse, mae in zip(LTSF_HORIZONS, ETTH1_REPEAT_FULL_MSE, ETTH1_REPEAT_FULL_MAE):
+        splits = prepare_ltsf(frames["ETTh1"], "ETTh", L, horizon)
+        scores = _repeat_scores(splits, horizon, batch_size=1000)
+        assert scores["n_windows"] == splits.n_windows("test") and scores["n_dropped"] == 0
+        assert scores["mse"] == pytest.approx(mse, abs=TOL), (horizon, scores)
+        assert scores["mae"] == pytest.approx(mae, abs=TOL), (horizon, scores)
+        # Independent check: Repeat errors straight from the series, one horizon step at a time.
+        test = splits.test.astype(np.float64)
+        n = splits.n_windows("test")
+        last = test[L - 1 : L - 1 + n]
+        sq = sum(float(np.square(test[L + h : L + h + n] - last).sum()) for h in range(horizon))
+        assert scores["mse"] == pytest.approx(sq / (n * horizon * test.shape[1]), rel=1e-9)
