@@ -32,7 +32,7 @@ from darts.utils.data.torch_datasets.utils import (
 from darts.utils.likelihood_models.torch import GaussianLikelihood
 from darts.utils.serialization import add_safe_globals
 
-from ..foundation import patcher_from_state, patcher_state
+from ..foundation import load_patcher, patcher_from_state, patcher_state
 from ..nn import PATCHER_NAMES, LearnedPatcher, ReinPatchConfig, ReinPatchNetwork
 from ..nn.segments import patch_lengths
 from .rewards import elementwise_loss
@@ -268,14 +268,12 @@ class ReinPatchModel(PastCovariatesTorchModel):
             elif isinstance(patcher, dict):
                 self._foundation_state = patcher
                 patcher_from_state(patcher)  # validates
-            elif isinstance(patcher, (str, os.PathLike)):
-                from ..foundation import load_patcher
-
+            elif isinstance(patcher, (str, os.PathLike)) and os.path.isfile(patcher):
                 self._foundation_state = patcher_state(load_patcher(patcher))
             else:
                 raise ValueError(
                     f"patcher must be one of {', '.join(map(repr, PATCHER_NAMES))}, a "
-                    f"LearnedPatcher or the path of a saved patcher; got {type(patcher).__name__}."
+                    f"LearnedPatcher or the path of a saved patcher file; got {patcher!r}."
                 )
             self.model_params["patcher"] = self._foundation_state
             patcher_name = "learned"

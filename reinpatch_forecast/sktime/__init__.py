@@ -1,0 +1,5 @@
+"""The sktime face of ReinPatch."""
+
+from .forecaster import ReinPatchForecaster
+
+__all__ = ["ReinPatchForecaster"]

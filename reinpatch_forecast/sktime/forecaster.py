@@ -1,0 +1,743 @@
+"""ReinPatchForecaster: ReinPatch as an sktime ``BaseForecaster``.
+
+The forecaster is a thin adapter: training and prediction are delegated to the darts
+:class:`~reinpatch_forecast.darts.ReinPatchModel` (one training engine, see the design notes).
+What this module adds is the sktime side: pandas <-> darts conversion, the forecasting horizon,
+panels as one global model, ``update``, probabilistic forecasts from samples, ``pretrain`` and
+persistence of the trained weights.
+
+Every target column of every series (every instance of a panel) becomes one univariate darts
+series: ReinPatch is channel independent, so this is the same model as training on the
+multivariate series, and a model pretrained on one panel transfers to series with any number
+of columns.
+"""
+
+from __future__ import annotations
+
+__author__ = ["reinpatch_forecast developers"]
+__all__ = ["ReinPatchForecaster"]
+
+import copy
+import logging
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sktime.forecasting.base import BaseForecaster, ForecastingHorizon
+
+_LIKELIHOODS = (None, "quantile", "gaussian")
+
+# Trainer settings that keep fit/predict silent; ``pl_trainer_kwargs`` is applied on top.
+_QUIET_TRAINER_KWARGS = {
+    "accelerator": "cpu",
+    "enable_progress_bar": False,
+    "enable_model_summary": False,
+    "logger": False,
+}
+
+# Lightning messages that say nothing about the user's model: the accelerator banner and tips
+# (INFO logs), and warnings triggered by darts' own data loaders.
+_LIGHTNING_LOGGERS = ("pytorch_lightning", "lightning.pytorch", "lightning_fabric", "lightning")
+_BENIGN_WARNINGS = (
+    r".*LeafSpec.*is deprecated.*",
+    r"Total length of .* across ranks is zero.*",
+    r".*'pin_memory' argument is set as true but no accelerator is found.*",
+    r".*does not have many workers which may be a bottleneck.*",
+)
+
+
+@contextmanager
+def _quiet_lightning() -> Iterator[None]:
+    """Silence Lightning's INFO banner and known benign warnings for the duration of a call."""
+    loggers = [logging.getLogger(name) for name in _LIGHTNING_LOGGERS]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(max(logger.level, logging.WARNING))
+    try:
+        with warnings.catch_warnings():
+            for message in _BENIGN_WARNINGS:
+                warnings.filterwarnings("ignore", message=message)
+            yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
+
+
+class _TrainedModel:
+    """A trained ``ReinPatchModel`` that keeps its weights through pickle and deepcopy.
+
+    darts drops the Lightning module of a torch model when it is pickled or deep-copied (by
+    design: it expects ``save``/``load``). This holder carries the module (``model.model``)
+    beside the darts model in its state and re-attaches it, so that a fitted or pretrained
+    forecaster can be pickled, deep-copied and cloned by sktime without losing its weights.
+
+    Parameters
+    ----------
+    model
+        A fitted :class:`~reinpatch_forecast.darts.ReinPatchModel`.
+    """
+
+    def __init__(self, model) -> None:
+        self.model = model
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"model": self.model, "module": self.model.model}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.model = state["model"]
+        if state["module"] is not None:
+            self.model.model = state["module"]
+
+    def __repr__(self) -> str:
+        return f"_TrainedModel({type(self.model).__name__})"
+
+
+class ReinPatchForecaster(BaseForecaster):
+    """ReinPatch: a Transformer over variable-size patches chosen by a policy trained with GRPG.
+
+    Each target column's lookback window of ``input_chunk_length`` steps is cut into
+    ``ceil(input_chunk_length / compression_rate)`` contiguous patches by a *patcher*; each
+    patch becomes a token, and a Transformer with a flatten head forecasts the horizon. The
+    learned patcher is trained by Group Relative Policy Gradient: ``group_size`` patchings are
+    drawn per series, and each one is rewarded by the negative forecasting loss it leads to.
+    Prediction uses the patcher's most likely boundaries (arXiv 2603.26097).
+
+    This forecaster delegates training and prediction to the darts model
+    :class:`~reinpatch_forecast.darts.ReinPatchModel`. The model parameters keep their darts
+    names (``input_chunk_length`` is the lookback); the darts ``output_chunk_length`` is not a
+    parameter: it is the largest step of ``fh`` passed to ``fit`` (or to ``pretrain``).
+
+    The model is channel independent: every column of ``y`` is forecast from its own history by
+    one shared network. A panel or hierarchical ``y`` trains one global model on all its series.
+    Exogenous ``X`` is ignored.
+
+    Parameters
+    ----------
+    input_chunk_length : int, default=96
+        Lookback: the number of past steps the network reads. Every series passed to ``fit``
+        needs at least ``input_chunk_length + max(fh)`` steps.
+    compression_rate : float, default=8
+        Average patch length: every series is cut into exactly
+        ``ceil(input_chunk_length / compression_rate)`` patches.
+    patcher : str, path or LearnedPatcher, default="learned"
+        ``"learned"`` (ReinPatch), ``"uniform"`` (fixed patches, PatchTST-like), ``"random"``,
+        ``"volatility"`` (cut at the largest jumps), or a foundation patcher (a
+        :class:`~reinpatch_forecast.nn.LearnedPatcher` or the path of a saved one), used frozen.
+    group_size : int, default=8
+        Patchings drawn per series in a training step (>= 2 for ``"learned"``).
+    patcher_lr : float or None, default=None
+        Learning rate of the patcher; ``None`` uses 3 x ``learning_rate``.
+    entropy_coef : float, default=1e-3
+        Weight of the entropy bonus in the policy loss.
+    scale_rewards : str, default="group"
+        Advantage normalisation: ``"group"``, ``"batch"`` or ``"none"``.
+    d_model : int, default=64
+        Width of the Transformer.
+    n_heads : int, default=4
+        Attention heads.
+    n_layers : int, default=2
+        Transformer layers.
+    dropout : float, default=0.1
+        Dropout rate.
+    resample_points : int, default=8
+        Points each patch is resampled to for its shape token.
+    revin_affine : bool, default=False
+        Learn an affine map in the instance normalisation (shared by all columns, since each
+        column is trained as its own series).
+    batch_size : int, default=32
+        Training windows per batch.
+    n_epochs : int, default=100
+        Training epochs in ``fit``, in ``update`` with ``update_params=True``, and in each
+        ``pretrain`` call.
+    learning_rate : float, default=1e-3
+        Learning rate of the backbone (darts ``optimizer_kwargs={"lr": ...}``).
+    likelihood : str or None, default=None
+        ``None`` trains on the MSE and gives point forecasts only; ``"quantile"`` (quantile
+        regression on ``quantiles``) or ``"gaussian"`` make the forecaster probabilistic:
+        ``predict_interval``, ``predict_quantiles`` and ``predict_var`` are then available
+        and ``predict`` returns the median (quantile) or the mean (gaussian).
+    quantiles : tuple of float or None, default=None
+        Quantile levels of ``likelihood="quantile"`` (0.5 is always added); ``None`` uses darts'
+        default levels from 0.01 to 0.99.
+    num_samples : int, default=200
+        Samples drawn per forecast step for ``predict_quantiles`` / ``predict_interval``.
+    random_state : int, RandomState or None, default=None
+        Seed of training and sampling. With a seed, ``fit`` then ``predict`` (and the
+        probabilistic predictions) are reproducible.
+    pl_trainer_kwargs : dict or None, default=None
+        Arguments of the PyTorch Lightning ``Trainer``, applied on top of quiet CPU defaults
+        (``accelerator="cpu"``, no progress bar, no logger, no model summary); e.g.
+        ``{"accelerator": "gpu", "devices": [0]}``.
+
+    Attributes
+    ----------
+    model_ : _TrainedModel
+        Holder of the fitted darts model (``model_.model``); use ``get_fitted_params()["model"]``.
+    horizon_ : int
+        Steps the network forecasts in one pass (its ``output_chunk_length``).
+    pretrained_model_, pretrain_horizon_, n_pretrain_instances_
+        Set by ``pretrain``: the pretrained model, its horizon and the number of series seen.
+
+    See Also
+    --------
+    reinpatch_forecast.darts.ReinPatchModel : the darts model this forecaster delegates to.
+
+    Notes
+    -----
+    ``update(y, update_params=False)`` only appends the new data: the next forecast reads the
+    latest ``input_chunk_length`` steps. ``update_params=True`` also continues training the
+    current network on all data seen so far for ``n_epochs`` epochs (a warm start, not a refit).
+
+    ``pretrain(panel, fh=...)`` trains a global model on a panel; a following ``fit(y, fh)``
+    fine-tunes a copy of it on ``y`` for ``n_epochs`` epochs. The pretrained network's horizon
+    is fixed: ``max(fh)`` in ``fit`` may not exceed the one given to ``pretrain``.
+
+    Examples
+    --------
+    >>> from sktime.datasets import load_airline
+    >>> from reinpatch_forecast import ReinPatchForecaster
+    >>> y = load_airline()
+    >>> forecaster = ReinPatchForecaster(
+    ...     input_chunk_length=24, compression_rate=4, group_size=4, d_model=16, n_heads=2,
+    ...     n_layers=1, n_epochs=2, random_state=0,
+    ... )
+    >>> forecaster.fit(y, fh=[1, 2, 3])
+    ReinPatchForecaster(...)
+    >>> y_pred = forecaster.predict()
+    >>> len(y_pred)
+    3
+    """
+
+    _tags = {
+        # packaging info
+        # --------------
+        "authors": ["reinpatch_forecast developers"],
+        "maintainers": ["reinpatch_forecast developers"],
+        "python_dependencies": ["darts>=0.48,<0.49", "torch"],
+        # estimator type
+        # --------------
+        "y_inner_mtype": ["pd.DataFrame", "pd-multiindex", "pd_multiindex_hier"],
+        "X_inner_mtype": "pd.DataFrame",
+        "capability:multivariate": True,
+        "capability:exogenous": False,
+        "capability:insample": False,
+        "capability:pred_int": True,  # set per instance: True only with a likelihood
+        "capability:pred_int:insample": False,
+        "capability:missing_values": False,
+        "capability:unequal_length": True,
+        "capability:update": True,
+        "capability:random_state": True,
+        "property:randomness": "derandomized",
+        "requires-fh-in-fit": True,
+        "fit_is_empty": False,
+        # pretraining
+        # -----------
+        "capability:pretrain": True,
+        "pretrain:fitted_params": [
+            "pretrained_model_",
+            "pretrain_horizon_",
+            "n_pretrain_instances_",
+        ],
+    }
+
+    def __init__(
+        self,
+        input_chunk_length: int = 96,
+        compression_rate: float = 8,
+        patcher: Any = "learned",
+        group_size: int = 8,
+        patcher_lr: float | None = None,
+        entropy_coef: float = 1e-3,
+        scale_rewards: str = "group",
+        d_model: int = 64,
+        n_heads: int = 4,
+        n_layers: int = 2,
+        dropout: float = 0.1,
+        resample_points: int = 8,
+        revin_affine: bool = False,
+        batch_size: int = 32,
+        n_epochs: int = 100,
+        learning_rate: float = 1e-3,
+        likelihood: str | None = None,
+        quantiles: Sequence[float] | None = None,
+        num_samples: int = 200,
+        random_state: int | np.random.RandomState | None = None,
+        pl_trainer_kwargs: dict | None = None,
+    ) -> None:
+        self.input_chunk_length = input_chunk_length
+        self.compression_rate = compression_rate
+        self.patcher = patcher
+        self.group_size = group_size
+        self.patcher_lr = patcher_lr
+        self.entropy_coef = entropy_coef
+        self.scale_rewards = scale_rewards
+        self.d_model = d_model
+        self.n_heads = n_heads
+        self.n_layers = n_layers
+        self.dropout = dropout
+        self.resample_points = resample_points
+        self.revin_affine = revin_affine
+        self.batch_size = batch_size
+        self.n_epochs = n_epochs
+        self.learning_rate = learning_rate
+        self.likelihood = likelihood
+        self.quantiles = quantiles
+        self.num_samples = num_samples
+        self.random_state = random_state
+        self.pl_trainer_kwargs = pl_trainer_kwargs
+
+        super().__init__()
+
+        self.set_tags(**{"capability:pred_int": likelihood is not None})
+
+    def __post_init__(self) -> None:
+        """Validate the parameters early, with messages that say what to change."""
+        if self.likelihood not in _LIKELIHOODS:
+            raise ValueError(
+                f"likelihood must be None, 'quantile' or 'gaussian', got {self.likelihood!r}."
+            )
+        if self.quantiles is not None:
+            if self.likelihood != "quantile":
+                raise ValueError(
+                    "quantiles is used only with likelihood='quantile'; got "
+                    f"likelihood={self.likelihood!r}. Set likelihood='quantile' or drop quantiles."
+                )
+            if len(self.quantiles) == 0 or not all(0 < q < 1 for q in self.quantiles):
+                raise ValueError(
+                    f"quantiles must be levels strictly between 0 and 1, got {self.quantiles!r}."
+                )
+        if not isinstance(self.num_samples, (int, np.integer)) or self.num_samples < 1:
+            raise ValueError(f"num_samples must be a positive integer, got {self.num_samples!r}.")
+        if not isinstance(self.n_epochs, (int, np.integer)) or self.n_epochs < 1:
+            raise ValueError(f"n_epochs must be a positive integer, got {self.n_epochs!r}.")
+        from ..nn import PATCHER_NAMES, ReinPatchConfig
+
+        if isinstance(self.patcher, str) and self.patcher in PATCHER_NAMES:
+            # the horizon is not known before fit; any valid one checks the other sizes
+            ReinPatchConfig(**self._network_kwargs(), output_length=1)
+
+    # -- darts model ------------------------------------------------------------------------
+    def _network_kwargs(self) -> dict[str, Any]:
+        """The network's sizes, as :class:`~reinpatch_forecast.nn.ReinPatchConfig` names them."""
+        return dict(
+            input_length=self.input_chunk_length,
+            compression_rate=self.compression_rate,
+            patcher=self.patcher,
+            group_size=self.group_size,
+            entropy_coef=self.entropy_coef,
+            scale_rewards=self.scale_rewards,
+            d_model=self.d_model,
+            n_heads=self.n_heads,
+            n_layers=self.n_layers,
+            dropout=self.dropout,
+            resample_points=self.resample_points,
+            revin_affine=self.revin_affine,
+        )
+
+    def _seed(self) -> int | None:
+        """An integer seed from ``random_state`` (``None`` stays random)."""
+        if self.random_state is None:
+            return None
+        if isinstance(self.random_state, (int, np.integer)):
+            return int(self.random_state)
+        from sklearn.utils import check_random_state
+
+        return int(check_random_state(self.random_state).randint(0, 2**31 - 1))
+
+    def _darts_likelihood(self):
+        if self.likelihood is None:
+            return None
+        from darts.utils.likelihood_models.torch import GaussianLikelihood, QuantileRegression
+
+        if self.likelihood == "gaussian":
+            return GaussianLikelihood()
+        if self.quantiles is None:
+            return QuantileRegression()
+        return QuantileRegression(quantiles=sorted(set(map(float, self.quantiles)) | {0.5}))
+
+    def _build_model(self, horizon: int):
+        """A new (untrained) darts ``ReinPatchModel`` forecasting ``horizon`` steps."""
+        from ..darts import ReinPatchModel
+
+        trainer_kwargs = dict(_QUIET_TRAINER_KWARGS)
+        trainer_kwargs.update(self.pl_trainer_kwargs or {})
+        network = self._network_kwargs()
+        network.pop("input_length")
+        return ReinPatchModel(
+            input_chunk_length=self.input_chunk_length,
+            output_chunk_length=horizon,
+            **network,
+            patcher_lr=self.patcher_lr,
+            batch_size=self.batch_size,
+            n_epochs=self.n_epochs,
+            optimizer_kwargs={"lr": self.learning_rate},
+            likelihood=self._darts_likelihood(),
+            random_state=self._seed(),
+            pl_trainer_kwargs=trainer_kwargs,
+        )
+
+    @staticmethod
+    def _train(model, series: list) -> None:
+        """Train (or continue training) ``model`` on a list of univariate darts series."""
+        with _quiet_lightning():
+            model.fit(series, verbose=False)
+
+    # -- data conversion ----------------------------------------------------------------------
+    @staticmethod
+    def _instances(y: pd.DataFrame) -> list[tuple[tuple, pd.DataFrame]]:
+        """Split ``y`` into ``(instance key, single series)``; the key is ``()`` for a series."""
+        if not isinstance(y.index, pd.MultiIndex):
+            return [((), y)]
+        levels = list(range(y.index.nlevels - 1))
+        return [
+            (key if isinstance(key, tuple) else (key,), frame.droplevel(levels))
+            for key, frame in y.groupby(level=levels, sort=False)
+        ]
+
+    @staticmethod
+    def _to_darts(frames: Sequence[pd.DataFrame], tail: int | None = None) -> list:
+        """One float32 univariate darts series (on a position index) per column per frame."""
+        from darts import TimeSeries
+
+        series = []
+        for frame in frames:
+            values = frame.to_numpy(dtype=np.float32)
+            if tail is not None:
+                values = values[-tail:]
+            series.extend(TimeSeries.from_values(values[:, [j]]) for j in range(values.shape[1]))
+        return series
+
+    def _check_data(self, instances, min_length: int, purpose: str) -> None:
+        """Raise a ValueError if a series is too short or has missing values."""
+        for key, frame in instances:
+            name = f"The series {key!r}" if key else "The series"
+            if frame.isna().to_numpy().any():
+                raise ValueError(
+                    f"{name} contains missing values; ReinPatchForecaster needs complete "
+                    "series. Fill them first, e.g. with sktime's Imputer in a pipeline: "
+                    "Imputer() * ReinPatchForecaster(...)."
+                )
+            if len(frame) < min_length:
+                raise ValueError(
+                    f"{name} has {len(frame)} time steps, but {purpose} needs at least "
+                    f"{min_length}. Pass a longer series, or use a smaller input_chunk_length "
+                    f"(now {self.input_chunk_length}) or a shorter forecasting horizon."
+                )
+
+    @staticmethod
+    def _steps_and_index(fh: ForecastingHorizon, frame: pd.DataFrame):
+        """Steps ahead (from the end of ``frame``) and absolute time index of ``fh``.
+
+        A relative ``fh`` counts from the end of each series (as sktime does when it loops over
+        the instances of a panel); an absolute ``fh`` names the same time points for all.
+        """
+        from sktime.datatypes import get_cutoff
+
+        cutoff = get_cutoff(frame, return_index=True)
+        relative = fh if fh.is_relative else fh.to_relative(cutoff)
+        steps = np.asarray(relative.to_pandas(), dtype=np.int64)
+        return steps, fh.to_absolute_index(cutoff)
+
+    def _horizon_of(self, fh: ForecastingHorizon, instances) -> int:
+        """The largest step of ``fh`` over all series; every step must be out of sample."""
+        steps = np.concatenate([self._steps_and_index(fh, frame)[0] for _, frame in instances])
+        if steps.min() < 1:
+            raise ValueError(
+                f"ReinPatchForecaster forecasts only out of sample, but fh={list(fh)} contains "
+                "steps at or before the end of a series. Use steps 1, 2, ... after the cutoff."
+            )
+        return int(steps.max())
+
+    # -- fit / predict -------------------------------------------------------------------------
+    def _fit(self, y: pd.DataFrame, X: pd.DataFrame | None = None, fh=None):
+        """Train the darts model on ``y`` (or fine-tune the pretrained one).
+
+        Parameters
+        ----------
+        y : pd.DataFrame
+            One series, or a panel / hierarchy (row MultiIndex) trained as one global model.
+        X : ignored
+        fh : ForecastingHorizon
+            Its largest step is the network's horizon.
+
+        Returns
+        -------
+        self : reference to self
+        """
+        self._cur_y = y
+        instances = self._instances(y)
+        horizon = self._horizon_of(fh, instances)
+        if hasattr(self, "pretrained_model_"):
+            if horizon > self.pretrain_horizon_:
+                raise ValueError(
+                    f"fh reaches {horizon} steps ahead, but the pretrained network forecasts "
+                    f"{self.pretrain_horizon_} steps (the largest fh step given to pretrain). "
+                    f"Use fh steps up to {self.pretrain_horizon_}, or pretrain again with a "
+                    "longer fh."
+                )
+            model = copy.deepcopy(self.pretrained_model_).model
+            horizon = self.pretrain_horizon_
+        else:
+            model = self._build_model(horizon)
+        self._check_data(instances, self.input_chunk_length + horizon, "training")
+        self._train(model, self._to_darts([frame for _, frame in instances]))
+        self.model_ = _TrainedModel(model)
+        self.horizon_ = horizon
+        return self
+
+    def _update(self, y: pd.DataFrame, X: pd.DataFrame | None = None, update_params: bool = True):
+        """Append ``y`` to the data seen; with ``update_params``, continue training on it all.
+
+        Parameters
+        ----------
+        y : pd.DataFrame
+            New observations, in the format of ``fit``.
+        X : ignored
+        update_params : bool, default=True
+            Continue training the network for ``n_epochs`` epochs on all data seen so far.
+            With ``False`` the weights stay; forecasts read the latest lookback window.
+
+        Returns
+        -------
+        self : reference to self
+        """
+        from sktime.datatypes import update_data
+
+        self._cur_y = update_data(self._cur_y, y)
+        if update_params:
+            instances = self._instances(self._cur_y)
+            self._check_data(instances, self.input_chunk_length + self.horizon_, "training")
+            self._train(self.model_.model, self._to_darts([frame for _, frame in instances]))
+        return self
+
+    def _forecast_plan(self, fh: ForecastingHorizon):
+        """The series to predict from, their steps and time indices, and the steps to predict."""
+        instances = self._instances(self._cur_y)
+        self._check_data(instances, self.input_chunk_length, "forecasting")
+        plans = [(key, frame, *self._steps_and_index(fh, frame)) for key, frame in instances]
+        n = max(int(steps.max()) for _, _, steps, _ in plans)
+        if min(int(steps.min()) for _, _, steps, _ in plans) < 1:
+            raise ValueError(
+                f"ReinPatchForecaster forecasts only out of sample, but fh={list(fh)} contains "
+                "steps at or before the end of a series."
+            )
+        if n > self.horizon_:
+            raise ValueError(
+                f"fh reaches {n} steps ahead, but the network was trained to forecast "
+                f"{self.horizon_} steps (the largest fh step in fit or pretrain). "
+                "Fit again with the longer fh."
+            )
+        return plans, n
+
+    def _darts_predict(self, n: int, frames: list[pd.DataFrame], **kwargs) -> list:
+        model = self.model_.model
+        series = self._to_darts(frames, tail=self.input_chunk_length)
+        with _quiet_lightning():
+            return model.predict(n, series=series, verbose=False, **kwargs)
+
+    def _assemble(self, plans, blocks: list[np.ndarray], columns) -> pd.DataFrame:
+        """Stack per-series ``(len(fh), k)`` blocks into sktime's output frame."""
+        index_names = self._cur_y.index.names
+        if len(plans) == 1 and plans[0][0] == ():
+            index = plans[0][3]
+        else:
+            index = pd.MultiIndex.from_tuples(
+                [key + (t,) for key, _, _, times in plans for t in times], names=index_names
+            )
+        values = np.concatenate(blocks, axis=0).astype(np.float64)
+        frame = pd.DataFrame(values, index=index, columns=columns)
+        if not isinstance(index, pd.MultiIndex):
+            frame.index.name = index_names[0]
+        return frame
+
+    def _predict(self, fh: ForecastingHorizon, X: pd.DataFrame | None = None) -> pd.DataFrame:
+        """Point forecast: the mean forecast, or the median / mean of the likelihood.
+
+        Parameters
+        ----------
+        fh : ForecastingHorizon
+            Steps to forecast, out of sample, at most ``horizon_`` steps ahead.
+        X : ignored
+
+        Returns
+        -------
+        y_pred : pd.DataFrame
+            Forecasts at ``fh``, with the columns of ``y``.
+        """
+        plans, n = self._forecast_plan(fh)
+        frames = [frame for _, frame, _, _ in plans]
+        if self.likelihood is None:
+            predictions = self._darts_predict(n, frames)
+            location = 0
+        else:
+            # the likelihood's location parameter: deterministic, unlike one sample
+            predictions = self._darts_predict(n, frames, predict_likelihood_parameters=True)
+            model_likelihood = self.model_.model.likelihood
+            quantiles = getattr(model_likelihood, "quantiles", None)
+            location = quantiles.index(0.5) if quantiles is not None else 0
+        values = np.stack([p.values(copy=False)[:, location] for p in predictions], axis=1)
+        blocks = self._per_series_blocks(plans, values)  # each (len(fh), C)
+        return self._assemble(plans, blocks, self._cur_y.columns)
+
+    def _per_series_blocks(self, plans, values: np.ndarray) -> list[np.ndarray]:
+        """Split ``(n, total columns, ...)`` predictions into per-series blocks at ``fh``."""
+        n_columns = self._cur_y.shape[1]
+        blocks = []
+        for i, (_, _, steps, _) in enumerate(plans):
+            block = values[:, i * n_columns : (i + 1) * n_columns]  # (n, C, ...)
+            blocks.append(block[steps - 1])
+        return blocks
+
+    def _predict_quantiles(
+        self, fh: ForecastingHorizon, X: pd.DataFrame | None, alpha: list[float]
+    ) -> pd.DataFrame:
+        """Quantile forecasts, from ``num_samples`` samples of the likelihood.
+
+        Parameters
+        ----------
+        fh : ForecastingHorizon
+            Steps to forecast, out of sample, at most ``horizon_`` steps ahead.
+        X : ignored
+        alpha : list of float
+            Quantile levels.
+
+        Returns
+        -------
+        quantiles : pd.DataFrame
+            Columns ``(variable, alpha)``, rows as in ``predict``.
+        """
+        if self.likelihood is None:
+            raise NotImplementedError(
+                "ReinPatchForecaster makes quantile predictions only with a likelihood: "
+                "set likelihood='quantile' or likelihood='gaussian'."
+            )
+        plans, n = self._forecast_plan(fh)
+        frames = [frame for _, frame, _, _ in plans]
+        samples = self._darts_predict(
+            n, frames, num_samples=self.num_samples, random_state=self._seed()
+        )
+        values = np.stack([s.all_values(copy=False)[:, 0, :] for s in samples], axis=1)  # (n,S*C,K)
+        levels = np.quantile(values, alpha, axis=-1)  # (A, n, S*C)
+        levels = np.moveaxis(levels, 0, -1)  # (n, S*C, A)
+        blocks = [block.reshape(len(block), -1) for block in self._per_series_blocks(plans, levels)]
+        columns = pd.MultiIndex.from_product([self._cur_y.columns, alpha])
+        return self._assemble(plans, blocks, columns)
+
+    # -- pretraining --------------------------------------------------------------------------
+    def _pretrain(self, y: pd.DataFrame, X: pd.DataFrame | None = None, fh=None):
+        """Train a global model on a panel, to be fine-tuned by ``fit``.
+
+        Parameters
+        ----------
+        y : pd.DataFrame
+            Panel or hierarchical data (row MultiIndex).
+        X : ignored
+        fh : ForecastingHorizon
+            Required on the first call: its largest step fixes the network's horizon.
+
+        Returns
+        -------
+        self : reference to self
+        """
+        if fh is None:
+            raise ValueError(
+                "pretrain needs fh: its largest step is the horizon of the pretrained network, "
+                "e.g. pretrain(y_panel, fh=[1, 2, 3])."
+            )
+        instances = self._instances(y)
+        horizon = self._pretrain_horizon(fh, y, instances)
+        self._check_data(instances, self.input_chunk_length + horizon, "pretraining")
+        model = self._build_model(horizon)
+        self._train(model, self._to_darts([frame for _, frame in instances]))
+        self.pretrained_model_ = _TrainedModel(model)
+        self.pretrain_horizon_ = horizon
+        self.n_pretrain_instances_ = len(instances)
+        return self
+
+    def _pretrain_update(self, y: pd.DataFrame, X: pd.DataFrame | None = None, fh=None):
+        """Continue pretraining on more panel data (the horizon stays)."""
+        if not hasattr(self, "pretrained_model_"):
+            return self._pretrain(y=y, X=X, fh=fh)
+        instances = self._instances(y)
+        if fh is not None:
+            horizon = self._pretrain_horizon(fh, y, instances)
+            if horizon > self.pretrain_horizon_:
+                raise ValueError(
+                    f"fh reaches {horizon} steps ahead, but the pretrained network forecasts "
+                    f"{self.pretrain_horizon_} steps. Pretrain a new forecaster for a longer "
+                    "horizon."
+                )
+        self._check_data(instances, self.input_chunk_length + self.pretrain_horizon_, "pretraining")
+        model = copy.deepcopy(self.pretrained_model_).model
+        self._train(model, self._to_darts([frame for _, frame in instances]))
+        self.pretrained_model_ = _TrainedModel(model)
+        self.n_pretrain_instances_ += len(instances)
+        return self
+
+    def _pretrain_horizon(self, fh, y: pd.DataFrame, instances) -> int:
+        if not isinstance(fh, ForecastingHorizon):
+            fh = ForecastingHorizon(fh)
+        if not fh.is_relative:
+            from sktime.utils.validation.forecasting import check_fh
+            from sktime.datatypes import get_cutoff
+
+            fh = check_fh(fh, freq=get_cutoff(y, return_index=True))
+        return self._horizon_of(fh, instances)
+
+    # -- fitted parameters and tests ------------------------------------------------------------
+    def _get_fitted_params(self) -> dict[str, Any]:
+        """Fitted parameters.
+
+        Returns
+        -------
+        dict
+            ``model``: the fitted darts :class:`~reinpatch_forecast.darts.ReinPatchModel` (e.g.
+            for ``patch_boundaries``); ``horizon``: steps forecast in one pass;
+            ``n_series``: univariate series trained on (columns x instances).
+        """
+        return {
+            "model": self.model_.model,
+            "horizon": self.horizon_,
+            "n_series": len(self._instances(self._cur_y)) * self._cur_y.shape[1],
+        }
+
+    @classmethod
+    def get_test_params(cls, parameter_set: str = "default") -> list[dict[str, Any]]:
+        """Return testing parameter settings for the estimator.
+
+        Parameters
+        ----------
+        parameter_set : str, default="default"
+            Name of the set of test parameters to return, for use in tests.
+
+        Returns
+        -------
+        params : list of dict
+            Tiny configurations (one epoch, ``d_model=8``, lookback 6) that train in well under
+            a second and fit sktime's short test series (10 steps, horizon up to 3).
+        """
+        tiny = {
+            "input_chunk_length": 6,
+            "d_model": 8,
+            "n_heads": 1,
+            "n_layers": 1,
+            "n_epochs": 1,
+            "batch_size": 8,
+            "resample_points": 4,
+        }
+        return [
+            {**tiny, "patcher": "uniform", "compression_rate": 2},
+            {**tiny, "patcher": "learned", "compression_rate": 3, "group_size": 2},
+            {
+                **tiny,
+                "patcher": "learned",
+                "compression_rate": 2,
+                "group_size": 2,
+                "likelihood": "quantile",
+                "quantiles": (0.1, 0.5, 0.9),
+                "num_samples": 50,
+            },
+        ]
