@@ -1,0 +1,345 @@
+"""Tests of :class:`reinpatch_forecast.nn.network.ReinPatchNetwork` and its configuration."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from reinpatch_forecast.nn.network import ReinPatchConfig, ReinPatchNetwork, TrainingLosses
+
+B, L, C, H = 3, 32, 2, 6
+
+
+def config(**overrides) -> ReinPatchConfig:
+    """A small configuration: N = 8 patches of mean length 4."""
+    values = dict(
+        input_length=L, output_length=H, n_channels=C, compression_rate=4, group_size=4,
+        d_model=16, n_heads=2, n_layers=1, patcher_hidden_size=8, patcher_layers=2,
+        resample_points=4,
+    )
+    values.update(overrides)
+    return ReinPatchConfig(**values)
+
+
+def network(seed: int = 0, **overrides) -> ReinPatchNetwork:
+    torch.manual_seed(seed)
+    return ReinPatchNetwork(config(**overrides))
+
+
+def data(seed: int = 0, batch: int = B, length: int = L, channels: int = C):
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randn(batch, length, channels, generator=generator).cumsum(1)
+    y = torch.randn(batch, H, channels, generator=generator)
+    return x, y
+
+
+def grad_norm(parameters) -> float:
+    return float(sum(p.grad.abs().sum() for p in parameters if p.grad is not None))
+
+
+# -- shapes ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("patcher", ["learned", "uniform", "random", "volatility"])
+@pytest.mark.parametrize("nr_params", [1, 2])
+def test_forward_and_boundaries_shapes(patcher, nr_params):
+    """forward: (B, H, C, Q); boundaries: (B, C, N) sorted starts from 0."""
+    net = network(patcher=patcher, nr_params=nr_params)
+    x, _ = data()
+    out = net(x)
+    assert out.shape == (B, H, C, nr_params)
+    assert bool(torch.isfinite(out).all())
+    starts = net.boundaries(x)
+    assert starts.shape == (B, C, 8) and starts.dtype == torch.long
+    assert bool((starts[..., 0] == 0).all()) and bool((starts.diff(dim=-1) > 0).all())
+
+
+def test_forward_without_revin():
+    """revin=False: the raw series goes to patcher and backbone; shapes unchanged, no RevIN."""
+    net = network(revin=False)
+    assert net.revin is None
+    x, y = data()
+    assert net(x).shape == (B, H, C, 1)
+    losses = net.training_losses(x, y)
+    losses.loss.backward()
+    assert grad_norm(net.patcher_parameters()) > 0 and grad_norm(net.backbone_parameters()) > 0
+
+
+def test_forward_rejects_bad_input_shape():
+    """A window of the wrong length or rank is refused with the expected shape in the message."""
+    net = network()
+    with pytest.raises(ValueError, match=r"\(batch, 32, channels\)"):
+        net(torch.randn(B, L + 1, C))
+    with pytest.raises(ValueError, match=r"\(batch, 32, channels\)"):
+        net.rollout(torch.randn(B, L))
+
+
+def test_rollout_fields():
+    """rollout: prediction (B,G,H,C,Q), log_prob (B,G,C), entropy (B,C), starts (B,G,C,N)."""
+    net = network(nr_params=2, param_kinds=("location", "softplus_scale"))
+    x, _ = data()
+    rollout = net.rollout(x)
+    assert rollout.prediction.shape == (B, 4, H, C, 2)
+    assert rollout.log_prob.shape == (B, 4, C)
+    assert rollout.entropy.shape == (B, C)
+    assert rollout.starts.shape == (B, 4, C, 8)
+    assert rollout.log_prob.requires_grad and bool((rollout.log_prob <= 0).all())
+    assert net.rollout(x, group_size=6).prediction.shape == (B, 6, H, C, 2)
+
+
+def test_rollout_rows_line_up_with_series_and_draws():
+    """Each (b, g, c) of a rollout is series x[b, :, c] patched by draw g (no mixed-up reshape)."""
+    net = network().eval()
+    x, _ = data(1)
+    torch.manual_seed(7)
+    rollout = net.rollout(x)
+    series = x.transpose(1, 2).reshape(B * C, L)  # row = b * C + c
+    stats = net.revin.statistics(series)
+    normalised = net.revin.normalise(series, stats)
+    torch.manual_seed(7)
+    patching = net.patcher.sample(normalised, 8, 4)  # (R, G, N): the same draws
+    for b in range(B):
+        for c in range(C):
+            r = b * C + c
+            for g in range(4):
+                assert torch.equal(rollout.starts[b, g, c], patching.starts[r, g])
+                assert rollout.log_prob[b, g, c].item() == pytest.approx(
+                    patching.log_prob[r, g].item(), abs=1e-5
+                )
+                alone = net.backbone(normalised[r : r + 1], patching.starts[r : r + 1, g : g + 1])
+                expected = alone[0, :, 0] * stats.std[r] + stats.mean[r]  # (H,)
+                torch.testing.assert_close(
+                    rollout.prediction[b, g, :, c, 0], expected, rtol=1e-4, atol=1e-4
+                )
+
+
+@pytest.mark.parametrize("patcher", ["learned", "uniform"])
+def test_training_losses_fields(patcher):
+    """training_losses: scalars, loss = backbone + policy, mean patch length = L / N."""
+    net = network(patcher=patcher)
+    x, y = data()
+    losses = net.training_losses(x, y)
+    assert isinstance(losses, TrainingLosses)
+    for field in dataclasses.fields(losses):
+        value = getattr(losses, field.name)
+        assert value.shape == (), field.name
+        assert bool(torch.isfinite(value)), field.name
+    torch.testing.assert_close(losses.loss, losses.backbone_loss + losses.policy_loss)
+    assert losses.mean_patch_length.item() == pytest.approx(L / 8)
+    assert losses.backbone_loss.item() > 0
+    assert losses.mean_reward.item() < 0  # reward = -loss
+
+
+def test_training_losses_custom_elementwise_loss():
+    """A custom elementwise loss receives (B,G,H,C,Q) and (B,G,H,C) and defines the loss."""
+    net = network()
+    x, y = data()
+    seen = {}
+
+    def absolute(prediction, target):
+        seen["shapes"] = (prediction.shape, target.shape)
+        return (prediction[..., 0] - target).abs()
+
+    torch.manual_seed(3)
+    losses = net.training_losses(x, y, elementwise_loss=absolute)
+    assert seen["shapes"] == ((B, 4, H, C, 1), (B, 4, H, C))
+    torch.manual_seed(3)
+    rollout = net.rollout(x)
+    expected = (rollout.prediction[..., 0] - y.unsqueeze(1)).abs().mean()
+    torch.testing.assert_close(losses.backbone_loss, expected)
+
+
+# -- gradient isolation --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("revin_affine", [False, True])
+def test_gradient_isolation(revin_affine):
+    """backbone_loss trains only the backbone, policy_loss only the patcher, loss both."""
+    net = network(revin_affine=revin_affine, entropy_coef=0.01)
+    patcher_params = net.patcher_parameters()
+    backbone_params = net.backbone_parameters()
+    assert patcher_params and backbone_params
+    assert {id(p) for p in patcher_params}.isdisjoint({id(p) for p in backbone_params})
+    assert len(patcher_params) + len(backbone_params) == len(list(net.parameters()))
+    if revin_affine:
+        ids = {id(p) for p in backbone_params}
+        assert id(net.revin.weight) in ids and id(net.revin.bias) in ids
+    x, y = data(2)
+    torch.manual_seed(0)
+    losses = net.training_losses(x, y)
+    assert losses.advantage_std.item() > 0  # the draws of a group differ, so GRPG has a signal
+
+    losses.backbone_loss.backward(retain_graph=True)
+    assert grad_norm(patcher_params) == 0.0
+    assert grad_norm(backbone_params) > 0
+    net.zero_grad(set_to_none=True)
+
+    losses.policy_loss.backward(retain_graph=True)
+    assert grad_norm(backbone_params) == 0.0
+    assert grad_norm(patcher_params) > 0
+    if revin_affine:
+        assert net.revin.weight.grad is None or not net.revin.weight.grad.any()
+    net.zero_grad(set_to_none=True)
+
+    losses.loss.backward()
+    assert grad_norm(patcher_params) > 0 and grad_norm(backbone_params) > 0
+    for p in patcher_params + backbone_params:
+        assert p.grad is None or bool(torch.isfinite(p.grad).all())
+    if revin_affine:
+        assert net.revin.weight.grad is not None and net.revin.weight.grad.abs().sum() > 0
+
+
+@pytest.mark.parametrize("patcher", ["uniform", "random", "volatility"])
+def test_rule_patchers_force_group_one_and_zero_policy_loss(patcher):
+    """Without a trainable patcher: G = 1 whatever is asked, and a zero policy loss."""
+    net = network(patcher=patcher, group_size=4)
+    assert not net.trains_patcher and net.patcher_parameters() == []
+    x, y = data()
+    assert net.rollout(x, group_size=5).prediction.shape[1] == 1
+    losses = net.training_losses(x, y, group_size=5)
+    assert losses.policy_loss.item() == 0.0
+    torch.testing.assert_close(losses.loss, losses.backbone_loss)
+    losses.loss.backward()
+    assert grad_norm(net.backbone_parameters()) > 0
+
+
+def test_frozen_learned_patcher_is_not_trained():
+    """A frozen learned patcher (zero-shot foundation patcher): G = 1, zero policy loss."""
+    net = network()
+    net.patcher.freeze()
+    assert not net.trains_patcher and net.patcher_parameters() == []
+    x, y = data()
+    losses = net.training_losses(x, y)
+    assert net.rollout(x).prediction.shape[1] == 1
+    assert losses.policy_loss.item() == 0.0
+    losses.loss.backward()
+    assert all(p.grad is None for p in net.patcher.parameters())
+
+
+# -- configuration errors ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "overrides, match",
+    [
+        (dict(group_size=1), "group_size=1 with the learned patcher"),
+        (dict(group_size=0), "group_size must be a positive integer"),
+        (dict(compression_rate=0.5), "compression_rate must be >= 1"),
+        (dict(compression_rate=33), "larger than the lookback"),
+        (dict(compression_rate=float("nan")), "finite number"),
+        (dict(patcher="entropy"), "Unknown patcher 'entropy'"),
+        (dict(scale_rewards="rank"), "scale_rewards must be one of"),
+        (dict(d_model=18, n_heads=4), "d_model=18 must be divisible by n_heads=4"),
+        (dict(nr_params=2, param_kinds=("location",)), "param_kinds"),
+        (dict(param_kinds=("scale",)), "param_kinds"),
+        (dict(entropy_coef=-1.0), "entropy_coef"),
+        (dict(input_length=1, compression_rate=1), "input_length must be >= 2"),
+    ],
+)
+def test_config_errors(overrides, match):
+    """Every bad configuration raises a ValueError that says what was wrong."""
+    with pytest.raises(ValueError, match=match):
+        config(**overrides)
+
+
+def test_config_accepts_group_one_for_rule_patchers_and_budget():
+    """group_size=1 is fine for a rule; n_patches = ceil(L / R); to_dict round-trips."""
+    cfg = config(patcher="uniform", group_size=1, compression_rate=5)
+    assert cfg.n_patches == 7 and cfg.backbone.n_patches == 7
+    assert ReinPatchConfig(**cfg.to_dict()) == cfg
+
+
+# -- RevIN ---------------------------------------------------------------------------------------
+
+
+def zero_head(net: ReinPatchNetwork) -> ReinPatchNetwork:
+    with torch.no_grad():
+        net.backbone.head.weight.zero_()
+        net.backbone.head.bias.zero_()
+    return net.eval()
+
+
+@pytest.mark.parametrize("revin_affine", [False, True])
+@pytest.mark.parametrize("level", [0.0, 3.5, -42.0, 1e12, 1e-12])
+def test_constant_series_is_forecast_as_the_constant(level, revin_affine):
+    """With a zero backbone output a constant series is forecast as that constant."""
+    net = zero_head(network(revin_affine=revin_affine))
+    x = torch.full((B, L, C), level)
+    out = net(x)
+    assert bool(torch.isfinite(out).all())
+    torch.testing.assert_close(out, torch.full_like(out, level), rtol=1e-6, atol=0)
+
+
+@pytest.mark.parametrize("magnitude", [1e12, 1e-12])
+@pytest.mark.parametrize("patcher", ["learned", "volatility"])
+def test_extreme_magnitudes_stay_finite(magnitude, patcher):
+    """Series of size ~1e12 and ~1e-12: finite forecasts, losses and gradients."""
+    net = network(patcher=patcher)
+    x, y = data(3)
+    x, y = x * magnitude, y * magnitude
+    assert bool(torch.isfinite(net(x)).all())
+    losses = net.training_losses(x, y)
+    assert bool(torch.isfinite(losses.loss))
+    losses.loss.backward()
+    for p in net.parameters():
+        assert p.grad is None or bool(torch.isfinite(p.grad).all())
+
+
+def test_forecast_is_equivariant_to_the_series_scale_and_level():
+    """RevIN: forecast(a * x + b) = a * forecast(x) + b (up to the variance eps)."""
+    net = network().eval()
+    x, _ = data(4)
+    base = net(x)
+    torch.testing.assert_close(net(x + 1000.0), base + 1000.0, rtol=1e-4, atol=2e-3)
+    torch.testing.assert_close(net(7.0 * x), 7.0 * base, rtol=1e-3, atol=1e-3)
+    torch.testing.assert_close(net.boundaries(7.0 * x - 3.0), net.boundaries(x))
+
+
+def test_softplus_scale_parameter_scales_with_the_series():
+    """param_kinds=('location', 'softplus_scale'): softplus(out[..., 1]) = std * softplus(raw)."""
+    net = network(nr_params=2, param_kinds=("location", "softplus_scale")).eval()
+    raw = {}
+    net.backbone.register_forward_hook(lambda module, args, out: raw.__setitem__("out", out))
+    x, _ = data(5)
+    out = net(x)  # (B, H, C, 2)
+    series = x.transpose(1, 2).reshape(B * C, L)
+    stats = net.revin.statistics(series)
+    backbone_out = raw["out"].reshape(B, C, H, 2).permute(0, 2, 1, 3)  # (B, H, C, 2)
+    std = stats.std.reshape(B, 1, C)
+    mean = stats.mean.reshape(B, 1, C)
+    torch.testing.assert_close(out[..., 0], backbone_out[..., 0] * std + mean)
+    torch.testing.assert_close(
+        F.softplus(out[..., 1]), std * F.softplus(backbone_out[..., 1]), rtol=1e-4, atol=1e-6
+    )
+    # the spread follows the scale of the series, not its level
+    shifted = net(x + 500.0)
+    torch.testing.assert_close(
+        F.softplus(shifted[..., 1]), F.softplus(out[..., 1]), rtol=1e-3, atol=1e-4
+    )
+    torch.testing.assert_close(shifted[..., 0], out[..., 0] + 500.0, rtol=1e-4, atol=2e-3)
+    scaled = net(10.0 * x)
+    torch.testing.assert_close(
+        F.softplus(scaled[..., 1]), 10.0 * F.softplus(out[..., 1]), rtol=1e-3, atol=1e-4
+    )
+
+
+# -- seeds ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("patcher", ["learned", "random"])
+def test_same_seed_same_training_losses(patcher):
+    """Same torch seed (model and step) gives identical losses; another seed does not."""
+    x, y = data(6)
+
+    def run(model_seed, step_seed):
+        net = network(seed=model_seed, patcher=patcher)
+        torch.manual_seed(step_seed)
+        return net.training_losses(x, y)
+
+    first, second, other = run(0, 1), run(0, 1), run(0, 2)
+    for field in dataclasses.fields(TrainingLosses):
+        assert torch.equal(getattr(first, field.name), getattr(second, field.name)), field.name
+    assert not torch.equal(first.backbone_loss, other.backbone_loss)

@@ -1,0 +1,385 @@
+"""Tests of :mod:`reinpatch_forecast.nn.segments` against plain Python-loop references."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reinpatch_forecast.nn.segments import (
+    boundaries_from_starts,
+    check_budget,
+    patch_ends,
+    patch_lengths,
+    resample_patches,
+    segment_ids,
+    segment_mean,
+    starts_from_boundaries,
+    token_budget,
+)
+
+SETTINGS = settings(max_examples=60, deadline=None, derandomize=True, database=None)
+
+
+# -- helpers and loop references ---------------------------------------------------------------
+
+
+def random_starts(rows: int, group: int, length: int, n_patches: int, seed: int = 0):
+    """Random valid patchings ``(rows, group, n_patches)``: sorted, distinct, first start 0."""
+    generator = torch.Generator().manual_seed(seed)
+    out = torch.zeros(rows, group, n_patches, dtype=torch.long)
+    for r in range(rows):
+        for g in range(group):
+            chosen = torch.randperm(length - 1, generator=generator)[: n_patches - 1] + 1
+            out[r, g, 1:] = torch.sort(chosen).values
+    return out
+
+
+def ref_starts_from_boundaries(boundaries):
+    return torch.tensor([[i for i, b in enumerate(row) if b] for row in boundaries.tolist()])
+
+
+def ref_boundaries_from_starts(starts, length):
+    out = torch.zeros(starts.shape[0], length, dtype=torch.bool)
+    for r, row in enumerate(starts.tolist()):
+        for s in row:
+            out[r, s] = True
+    return out
+
+
+def ref_ends(row, length):
+    """Exclusive end of each patch of one row of starts (a list)."""
+    return [row[j + 1] if j + 1 < len(row) else length for j in range(len(row))]
+
+
+def ref_segment_ids(starts, length):
+    out = torch.zeros(starts.shape[0], length, dtype=torch.long)
+    for r, row in enumerate(starts.tolist()):
+        for j, (s, e) in enumerate(zip(row, ref_ends(row, length))):
+            for t in range(s, e):
+                out[r, t] = j
+    return out
+
+
+def ref_segment_mean(features, starts):
+    rows, length, dim = features.shape
+    _, group, n_patches = starts.shape
+    out = torch.zeros(rows, group, n_patches, dim, dtype=features.dtype)
+    for r in range(rows):
+        for g in range(group):
+            row = starts[r, g].tolist()
+            for j, (s, e) in enumerate(zip(row, ref_ends(row, length))):
+                out[r, g, j] = features[r, s:e].sum(dim=0) / (e - s)
+    return out
+
+
+def ref_resample(values, starts, n_points):
+    """Linear interpolation of each patch at ``P`` equally spaced points, written out in Python."""
+    rows, length = values.shape
+    _, group, n_patches = starts.shape
+    out = torch.zeros(rows, group, n_patches, n_points, dtype=torch.float64)
+    vals = values.double().tolist()
+    for r in range(rows):
+        for g in range(group):
+            row = starts[r, g].tolist()
+            for j, (s, e) in enumerate(zip(row, ref_ends(row, length))):
+                last = e - 1
+                for k in range(n_points):
+                    if n_points == 1:
+                        pos = (s + last) / 2
+                    else:
+                        pos = s + (last - s) * k / (n_points - 1)
+                    lo = min(int(math.floor(pos)), length - 1)
+                    hi = min(lo + 1, length - 1)
+                    w = pos - lo
+                    out[r, g, j, k] = vals[r][lo] * (1 - w) + vals[r][hi] * w
+    return out
+
+
+@st.composite
+def patchings(draw, max_length: int = 48, max_rows: int = 3, max_group: int = 3):
+    """A random window length, budget and valid start set ``(R, G, N)``."""
+    length = draw(st.integers(1, max_length))
+    n_patches = draw(st.integers(1, length))
+    rows = draw(st.integers(1, max_rows))
+    group = draw(st.integers(1, max_group))
+    starts = torch.zeros(rows, group, n_patches, dtype=torch.long)
+    for r in range(rows):
+        for g in range(group):
+            chosen = draw(
+                st.lists(
+                    st.integers(1, max(1, length - 1)),
+                    min_size=n_patches - 1,
+                    max_size=n_patches - 1,
+                    unique=True,
+                )
+            )
+            starts[r, g, 1:] = torch.tensor(sorted(chosen), dtype=torch.long)
+    return length, starts
+
+
+# -- each op against its loop reference ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("length, n_patches", [(1, 1), (7, 1), (7, 7), (32, 5), (100, 13)])
+def test_boundaries_round_trip_matches_reference(length, n_patches):
+    """starts -> boundaries -> starts equals the loop reference both ways."""
+    starts = random_starts(6, 1, length, n_patches, seed=length)[:, 0]  # (R, N)
+    mask = boundaries_from_starts(starts, length)
+    assert mask.dtype == torch.bool and mask.shape == (6, length)
+    assert torch.equal(mask, ref_boundaries_from_starts(starts, length))
+    assert torch.equal(mask.sum(-1), torch.full((6,), n_patches))
+    back = starts_from_boundaries(mask, n_patches)
+    assert back.dtype == torch.long
+    assert torch.equal(back, ref_starts_from_boundaries(mask))
+    assert torch.equal(back, starts)
+
+
+@pytest.mark.parametrize("shape", [(5, 9), (2, 3, 9), (9,)])
+def test_patch_ends_and_lengths_match_reference(shape):
+    """Ends are the next start (L for the last patch) on any leading shape; lengths = e - s."""
+    length, n_patches = 40, shape[-1]
+    rows = math.prod(shape[:-1])
+    starts = random_starts(rows, 1, length, n_patches, seed=3).reshape(shape)
+    ends = patch_ends(starts, length)
+    lengths = patch_lengths(starts, length)
+    assert ends.shape == shape and lengths.shape == shape
+    flat_starts = starts.reshape(-1, n_patches).tolist()
+    flat_ends = ends.reshape(-1, n_patches).tolist()
+    flat_lengths = lengths.reshape(-1, n_patches).tolist()
+    for row, row_ends, row_lengths in zip(flat_starts, flat_ends, flat_lengths):
+        expected = ref_ends(row, length)
+        assert row_ends == expected
+        assert row_lengths == [e - s for s, e in zip(row, expected)]
+
+
+@pytest.mark.parametrize("length, n_patches", [(1, 1), (10, 1), (10, 10), (50, 7)])
+def test_segment_ids_match_reference(length, n_patches):
+    """segment_ids equals the loop that labels every position with its patch index."""
+    starts = random_starts(5, 1, length, n_patches, seed=7)[:, 0]
+    ids = segment_ids(starts, length)
+    assert ids.dtype == torch.long and ids.shape == (5, length)
+    assert torch.equal(ids, ref_segment_ids(starts, length))
+
+
+@pytest.mark.parametrize("group", [1, 4])
+@pytest.mark.parametrize("length, n_patches, dim", [(1, 1, 3), (24, 1, 2), (24, 24, 2), (37, 6, 5)])
+def test_segment_mean_matches_reference(group, length, n_patches, dim):
+    """segment_mean equals the per-row, per-patch mean loop, for G = 1 and G > 1."""
+    torch.manual_seed(0)
+    rows = 4
+    features = torch.randn(rows, length, dim)
+    starts = random_starts(rows, group, length, n_patches, seed=group + length)
+    got = segment_mean(features, starts)
+    assert got.shape == (rows, group, n_patches, dim)
+    torch.testing.assert_close(got, ref_segment_mean(features, starts), rtol=1e-5, atol=1e-5)
+
+
+def test_segment_mean_groups_are_independent_patchings():
+    """Each of the G patchings of a row gives the same result as that patching alone."""
+    torch.manual_seed(1)
+    features = torch.randn(3, 30, 4)
+    starts = random_starts(3, 5, 30, 6, seed=11)
+    together = segment_mean(features, starts)
+    for g in range(5):
+        alone = segment_mean(features, starts[:, g : g + 1])
+        torch.testing.assert_close(together[:, g : g + 1], alone, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("n_points", [1, 2, 3, 8])
+@pytest.mark.parametrize("group", [1, 3])
+@pytest.mark.parametrize("length, n_patches", [(1, 1), (16, 1), (16, 16), (45, 7)])
+def test_resample_patches_matches_reference(n_points, group, length, n_patches):
+    """resample_patches equals the loop interpolation for every P, G > 1, patches of length 1."""
+    torch.manual_seed(2)
+    rows = 3
+    values = torch.randn(rows, length)
+    starts = random_starts(rows, group, length, n_patches, seed=n_points + group)
+    got = resample_patches(values, starts, n_points)
+    assert got.shape == (rows, group, n_patches, n_points)
+    expected = ref_resample(values, starts, n_points).float()
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_resample_patches_endpoints_and_single_step_patches():
+    """First/last points are the patch's first/last values; a length-1 patch gives P copies."""
+    torch.manual_seed(3)
+    values = torch.randn(2, 20)
+    starts = torch.tensor([[[0, 1, 5, 19]], [[0, 2, 3, 10]]])
+    out = resample_patches(values, starts, 5)
+    ends = patch_ends(starts, 20)
+    for r in range(2):
+        for j in range(4):
+            s, e = starts[r, 0, j].item(), ends[r, 0, j].item()
+            assert out[r, 0, j, 0] == values[r, s]
+            assert out[r, 0, j, -1] == values[r, e - 1]
+            if e - s == 1:
+                assert torch.equal(out[r, 0, j], values[r, s].expand(5))
+
+
+def test_resample_patches_rejects_zero_points():
+    """n_points < 1 is refused with a message that names it."""
+    with pytest.raises(ValueError, match="n_points"):
+        resample_patches(torch.zeros(1, 4), torch.zeros(1, 1, 1, dtype=torch.long), 0)
+
+
+# -- properties of a patching (hypothesis) -----------------------------------------------------
+
+
+@SETTINGS
+@given(patchings())
+def test_patchings_tile_the_window(case):
+    """Patches tile [0, L): N patches, lengths >= 1 summing to L, ends[j] == starts[j+1]."""
+    length, starts = case
+    n_patches = starts.shape[-1]
+    ends = patch_ends(starts, length)
+    lengths = patch_lengths(starts, length)
+    assert starts.shape[-1] == n_patches and lengths.shape == starts.shape
+    assert bool((lengths >= 1).all())
+    assert bool((lengths.sum(-1) == length).all())
+    assert torch.equal(ends[..., :-1], starts[..., 1:])
+    assert bool((ends[..., -1] == length).all())
+    flat = starts.reshape(-1, n_patches)
+    mask = boundaries_from_starts(flat, length)
+    assert bool((mask.sum(-1) == n_patches).all()) and bool(mask[:, 0].all())
+    assert torch.equal(starts_from_boundaries(mask, n_patches), flat)
+
+
+@SETTINGS
+@given(patchings())
+def test_segment_ids_properties(case):
+    """segment_ids lie in [0, N), never decrease, step by one at each start, match the loop."""
+    length, starts = case
+    flat = starts.reshape(-1, starts.shape[-1])
+    n_patches = flat.shape[-1]
+    ids = segment_ids(flat, length)
+    assert bool((ids >= 0).all()) and bool((ids < n_patches).all())
+    assert bool((ids.diff(dim=-1) >= 0).all())
+    assert bool((ids[:, -1] == n_patches - 1).all())
+    assert torch.equal(ids, ref_segment_ids(flat, length))
+    # the positions that open a new segment are exactly the starts
+    assert torch.equal(ids.gather(1, flat), torch.arange(n_patches).expand_as(flat))
+
+
+@SETTINGS
+@given(patchings(max_length=24), st.integers(1, 4), st.integers(1, 5))
+def test_segment_ops_match_reference_property(case, dim, n_points):
+    """segment_mean and resample_patches equal their loop references on random patchings."""
+    length, starts = case
+    rows = starts.shape[0]
+    generator = torch.Generator().manual_seed(length * 31 + dim)
+    features = torch.randn(rows, length, dim, generator=generator, dtype=torch.float64)
+    torch.testing.assert_close(segment_mean(features, starts), ref_segment_mean(features, starts))
+    values = features[..., 0].contiguous()
+    torch.testing.assert_close(
+        resample_patches(values, starts, n_points), ref_resample(values, starts, n_points)
+    )
+
+
+@SETTINGS
+@given(patchings(max_length=32))
+def test_segment_mean_of_constant_features_is_constant(case):
+    """The mean of a constant over any patch is that constant (no off-by-one in the prefix sums)."""
+    length, starts = case
+    features = torch.full((starts.shape[0], length, 2), 3.25)
+    out = segment_mean(features, starts)
+    assert torch.equal(out, torch.full_like(out, 3.25))
+
+
+# -- gradients ---------------------------------------------------------------------------------
+
+
+def test_gradients_reach_features_and_values():
+    """Backward from segment_mean / resample_patches gives non-zero grads on every position."""
+    torch.manual_seed(4)
+    starts = random_starts(3, 2, 20, 5, seed=5)
+    features = torch.randn(3, 20, 4, requires_grad=True)
+    segment_mean(features, starts).pow(2).sum().backward()
+    assert features.grad is not None and torch.isfinite(features.grad).all()
+    assert bool((features.grad.abs().sum(-1) > 0).all())  # every position is in some patch
+
+    values = torch.randn(3, 20, requires_grad=True)
+    resample_patches(values, starts, 4).sum().backward()
+    assert values.grad is not None and torch.isfinite(values.grad).all()
+    assert values.grad.abs().sum() > 0
+    # the sum of the interpolation weights of each point is 1: total grad = number of points
+    torch.testing.assert_close(values.grad.sum(), torch.tensor(3 * 2 * 5 * 4.0))
+
+    # segment_mean: each patch's weights sum to one, so the total grad per row is G*N per feature
+    features.grad = None
+    segment_mean(features, starts).sum().backward()
+    torch.testing.assert_close(features.grad.sum(1), torch.full((3, 4), 2 * 5.0))
+
+
+def test_gradcheck_float64():
+    """torch.autograd.gradcheck passes for both ops on a tiny float64 case with G = 2."""
+    starts = torch.tensor([[[0, 2, 3], [0, 1, 4]], [[0, 3, 4], [0, 2, 5]]])  # (2, 2, 3), L = 6
+    features = torch.randn(2, 6, 3, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda f: segment_mean(f, starts), (features,))
+    values = torch.randn(2, 6, dtype=torch.float64, requires_grad=True)
+    for n_points in (1, 3, 4):
+        assert torch.autograd.gradcheck(lambda v: resample_patches(v, starts, n_points), (values,))
+
+
+# -- the token budget --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "length, rate, expected",
+    [(96, 8, 12), (96, 7, 14), (96, 96, 1), (96, 1, 96), (10, 3, 4), (10, 2.5, 4), (1, 1, 1),
+     (100, 3.3, 31), (512, 8.0, 64)],
+)
+def test_token_budget_is_ceil(length, rate, expected):
+    """N = ceil(L / R), checked against the formula and a table."""
+    assert token_budget(length, rate) == expected == math.ceil(length / rate)
+
+
+@SETTINGS
+@given(st.integers(1, 2000), st.floats(1.0, 2000.0, allow_nan=False))
+def test_token_budget_property(length, rate):
+    """Whenever 1 <= R <= L the budget is ceil(L/R) and 1 <= N <= L; otherwise a ValueError."""
+    if rate > length:
+        with pytest.raises(ValueError, match="larger than the lookback"):
+            token_budget(length, rate)
+        return
+    n_patches = token_budget(length, rate)
+    assert n_patches == math.ceil(length / rate)
+    assert 1 <= n_patches <= length
+
+
+@pytest.mark.parametrize(
+    "length, rate, match",
+    [
+        (96, 0.5, "must be >= 1"),
+        (96, 0, "must be >= 1"),
+        (96, -3, "must be >= 1"),
+        (96, 97, "larger than the lookback"),
+        (96, float("nan"), "finite number"),
+        (96, float("inf"), "finite number"),
+        (96, "8", "finite number"),
+        (0, 1, "input_length must be a positive integer"),
+        (12.0, 2, "input_length must be a positive integer"),
+    ],
+)
+def test_check_budget_errors(length, rate, match):
+    """Bad budgets raise a ValueError whose message says what was wrong."""
+    with pytest.raises(ValueError, match=match):
+        check_budget(length, rate)
+    with pytest.raises(ValueError, match=match):
+        token_budget(length, rate)
+
+
+def test_check_budget_message_suggests_a_fix():
+    """The messages name the offending value and say what to use instead."""
+    with pytest.raises(ValueError) as too_small:
+        check_budget(96, 0.5)
+    assert "0.5" in str(too_small.value) and "compression_rate=1" in str(too_small.value)
+    with pytest.raises(ValueError) as too_large:
+        check_budget(96, 200)
+    message = str(too_large.value)
+    assert "200" in message and "96" in message and "<= 96" in message
+    check_budget(96, 96)  # the largest valid rate passes
+    check_budget(96, 1)
