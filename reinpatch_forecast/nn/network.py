@@ -57,7 +57,8 @@ class ReinPatchConfig:
     entropy_coef
         Weight of the entropy bonus in the policy loss.
     scale_rewards
-        ``"group"``, ``"batch"`` or ``"none"`` (see :func:`~reinpatch_forecast.nn.grpg.group_advantages`).
+        ``"group"``, ``"batch"`` or ``"none"``
+        (see :func:`~reinpatch_forecast.nn.grpg.group_advantages`).
     nr_params
         ``Q``: values per forecast step.
     param_kinds
@@ -334,7 +335,7 @@ class ReinPatchNetwork(nn.Module):
         return out[:, 0]  # (B, H, C, Q)
 
     def boundaries(self, x: Tensor) -> Tensor:
-        """The deterministic patch starts of every series, ``(B, C, N)`` int64, for ``(B, L, C)``."""
+        """Deterministic patch starts ``(B, C, N)`` int64 of every series of ``x`` ``(B, L, C)``."""
         self._check_input(x)
         batch, _, channels = x.shape
         patcher_input, _, _ = self._normalise(x)
@@ -345,7 +346,8 @@ class ReinPatchNetwork(nn.Module):
         """Forecasts of a group of sampled patchings of every series.
 
         The patcher and the local encoder run once per series; the backbone runs once on all
-        ``B*C*G`` patchings. A patcher that is not trained draws one patching (``G = 1``).
+        ``B*C*G`` patchings. A patcher that is not trained draws one patching (``G = 1``); a
+        frozen learned patcher gives its deterministic patching.
 
         Parameters
         ----------
@@ -360,7 +362,11 @@ class ReinPatchNetwork(nn.Module):
         if not self.trains_patcher:
             group = 1
         patcher_input, backbone_input, stats = self._normalise(x)
-        patching = self.patcher.sample(patcher_input, self.config.n_patches, group)
+        if isinstance(self.patcher, LearnedPatcher) and not self.trains_patcher:
+            # A frozen policy trains the backbone on the boundaries it will predict with.
+            patching = self.patcher.decode(patcher_input, self.config.n_patches)
+        else:
+            patching = self.patcher.sample(patcher_input, self.config.n_patches, group)
         prediction = self._forecast(backbone_input, patching.starts, stats, batch, channels)
         n_patches = patching.starts.shape[-1]
         return Rollout(

@@ -61,17 +61,6 @@ class Patching:
         return self.starts.shape[1]
 
 
-def _log1mexp(a: Tensor) -> Tensor:
-    """``log(1 - exp(a))`` for ``a <= 0``, stable at both ends and NaN-free in backward."""
-    a = a.clamp(max=-1e-7)  # a == 0 means no mass is left; keep the log finite
-    threshold = -math.log(2.0)
-    # Each branch is evaluated on inputs clamped to its own domain, so the branch that
-    # torch.where discards cannot produce an inf whose gradient would become NaN.
-    near_zero = torch.log(-torch.expm1(a.clamp(min=threshold)))
-    far = torch.log1p(-torch.exp(a.clamp(max=threshold)))
-    return torch.where(a > threshold, near_zero, far)
-
-
 def plackett_luce_log_prob(logits: Tensor, order: Tensor) -> Tensor:
     """Log-probability of an ordered draw without replacement from ``softmax(logits)``.
 
@@ -96,11 +85,13 @@ def plackett_luce_log_prob(logits: Tensor, order: Tensor) -> Tensor:
     if k == 0:
         return logits.new_zeros(rows, group)
     chosen = logits.gather(1, order.reshape(rows, group * k)).reshape(rows, group, k)  # (R, G, k)
-    log_total = torch.logsumexp(logits, dim=-1).reshape(rows, 1, 1)  # (R, 1, 1)
-    taken = torch.logcumsumexp(chosen, dim=-1)  # (R, G, k): mass drawn up to and including i
-    no_mass = chosen.new_full((rows, group, 1), -math.inf)
-    taken_before = torch.cat([no_mass, taken[..., :-1]], dim=-1)  # (R, G, k)
-    log_remaining = log_total + _log1mexp(taken_before - log_total)  # (R, G, k)
+    # The mass left before step i is the mass never drawn plus the mass of draws i..k-1. Both
+    # are summed in log space: subtracting the drawn mass from the total instead loses all
+    # precision in float32 once the policy is confident.
+    never_drawn = logits.unsqueeze(1).expand(rows, group, -1).scatter(-1, order, -math.inf)
+    log_never_drawn = torch.logsumexp(never_drawn, dim=-1, keepdim=True)  # (R, G, 1)
+    log_drawn_from_i = torch.logcumsumexp(chosen.flip(-1), dim=-1).flip(-1)  # (R, G, k)
+    log_remaining = torch.logaddexp(log_never_drawn, log_drawn_from_i)  # (R, G, k)
     return (chosen - log_remaining).sum(dim=-1)  # (R, G)
 
 

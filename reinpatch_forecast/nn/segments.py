@@ -17,6 +17,7 @@ static shapes, so a batch of patchings is one tensor and no Python loop runs per
 from __future__ import annotations
 
 import math
+import numbers
 
 import torch
 from torch import Tensor
@@ -37,16 +38,20 @@ __all__ = [
 def token_budget(input_length: int, compression_rate: float) -> int:
     """Number of patches ``N = ceil(L / R)`` for a lookback ``L`` and a compression rate ``R``."""
     check_budget(input_length, compression_rate)
-    return max(1, math.ceil(input_length / compression_rate))
+    return max(1, int(math.ceil(input_length / compression_rate)))
 
 
 def check_budget(input_length: int, compression_rate: float) -> None:
     """Raise a ``ValueError`` if ``compression_rate`` cannot be used with ``input_length``."""
-    if not isinstance(input_length, int) or input_length < 1:
+    if not isinstance(input_length, numbers.Integral) or input_length < 1:
         raise ValueError(
             f"input_length must be a positive integer, got {input_length!r}."
         )
-    if not isinstance(compression_rate, (int, float)) or not math.isfinite(compression_rate):
+    if (
+        isinstance(compression_rate, bool)
+        or not isinstance(compression_rate, numbers.Real)
+        or not math.isfinite(compression_rate)
+    ):
         raise ValueError(
             f"compression_rate must be a finite number >= 1, got {compression_rate!r}."
         )
@@ -196,20 +201,19 @@ def resample_patches(values: Tensor, starts: Tensor, n_points: int) -> Tensor:
     if n_points < 1:
         raise ValueError(f"n_points must be >= 1, got {n_points}.")
     rows, length = values.shape
-    _, group, n_patches = starts.shape
-    first = starts.to(values.dtype)  # (R, G, N)
-    last = (patch_ends(starts, length) - 1).to(values.dtype)  # (R, G, N)
+    # Positions are computed in integers, s + floor(k (len-1) / (P-1)) plus a remainder, so a
+    # point that falls on a step reads that step exactly (no float rounding of the position).
+    span = patch_lengths(starts, length) - 1  # (R, G, N)
     if n_points == 1:
-        fractions = values.new_full((1,), 0.5)  # (P,)
+        numerator = span.unsqueeze(-1)  # (R, G, N, 1): the midpoint, (len-1) / 2
+        denominator = 2
     else:
-        fractions = torch.linspace(0.0, 1.0, n_points, dtype=values.dtype, device=values.device)
-    positions = first.unsqueeze(-1) + (last - first).unsqueeze(-1) * fractions  # (R, G, N, P)
-    lower = positions.floor().clamp_(0, length - 1)  # (R, G, N, P)
-    weight = positions - lower  # (R, G, N, P) in [0, 1)
-    lower_index = lower.long()
-    upper_index = (lower_index + 1).clamp_(max=length - 1)
-    flat_lower = lower_index.reshape(rows, -1)  # (R, G*N*P)
-    flat_upper = upper_index.reshape(rows, -1)  # (R, G*N*P)
-    below = values.gather(1, flat_lower).reshape_as(positions)  # (R, G, N, P)
-    above = values.gather(1, flat_upper).reshape_as(positions)  # (R, G, N, P)
+        k = torch.arange(n_points, device=values.device)  # (P,)
+        numerator = span.unsqueeze(-1) * k  # (R, G, N, P)
+        denominator = n_points - 1
+    lower = starts.unsqueeze(-1) + torch.div(numerator, denominator, rounding_mode="floor")
+    weight = (numerator % denominator).to(values.dtype) / denominator  # (R, G, N, P) in [0, 1)
+    upper = (lower + 1).clamp_(max=length - 1)
+    below = values.gather(1, lower.reshape(rows, -1)).reshape(lower.shape)  # (R, G, N, P)
+    above = values.gather(1, upper.reshape(rows, -1)).reshape(lower.shape)  # (R, G, N, P)
     return below + weight * (above - below)  # (R, G, N, P)

@@ -716,8 +716,10 @@ class ReinPatchForecaster(BaseForecaster):
         Returns
         -------
         params : list of dict
-            Tiny configurations (one epoch, ``d_model=8``, lookback 6) that train in well under
-            a second and fit sktime's short test series (10 steps, horizon up to 3).
+            Two tiny configurations (one epoch, ``d_model=8``, lookback 6) that train in well
+            under a second and fit sktime's shortest test series (10 steps, horizon up to 3): a
+            point forecaster with the uniform patcher, and a probabilistic one (quantile
+            likelihood) with the learned patcher and GRPG groups of 2.
         """
         tiny = {
             "input_chunk_length": 6,
@@ -730,11 +732,10 @@ class ReinPatchForecaster(BaseForecaster):
         }
         return [
             {**tiny, "patcher": "uniform", "compression_rate": 2},
-            {**tiny, "patcher": "learned", "compression_rate": 3, "group_size": 2},
             {
                 **tiny,
                 "patcher": "learned",
-                "compression_rate": 2,
+                "compression_rate": 3,
                 "group_size": 2,
                 "likelihood": "quantile",
                 "quantiles": (0.1, 0.5, 0.9),

@@ -219,6 +219,15 @@ def test_frozen_learned_patcher_is_not_trained():
     assert all(p.grad is None for p in net.patcher.parameters())
 
 
+def test_frozen_learned_patcher_trains_the_backbone_on_its_decoded_boundaries():
+    """Zero-shot: training sees the same deterministic boundaries as prediction."""
+    net = network()
+    net.patcher.freeze()
+    x, _ = data()
+    rollout_starts = net.rollout(x).starts[:, 0]  # (B, C, N)
+    torch.testing.assert_close(rollout_starts, net.boundaries(x), rtol=0, atol=0)
+
+
 # -- configuration errors ------------------------------------------------------------------------
 
 

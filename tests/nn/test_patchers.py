@@ -151,13 +151,6 @@ EXTREME_CASES = [
 ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG patchers.py plackett_luce_log_prob: log_remaining = log_total + "
-    "log1mexp(taken_before - log_total) cancels catastrophically in float32 when the mass "
-    "already drawn is > 1 - 1e-7 of the total (logit spread >~ 16); _log1mexp's clamp(max=-1e-7) "
-    "then caps the normaliser, so log p is off by up to ~165 nats and its gradient is wrong.",
-)
 @pytest.mark.parametrize("logits, order", EXTREME_CASES)
 def test_plackett_luce_extreme_logits_correct(logits, order):
     """With a large logit spread the log-prob and its gradient still equal the exact ones."""
@@ -175,12 +168,6 @@ def test_plackett_luce_extreme_logits_correct(logits, order):
     torch.testing.assert_close(z.grad.double(), z_ref.grad, atol=1e-3, rtol=1e-3)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG patchers.py plackett_luce_log_prob (float32 cancellation, see above): once the "
-    "logit spread exceeds ~15 the 60 ordered draws of 3 out of 5 no longer sum to probability 1 "
-    "(randn*5: off by 1.6e-3; randn*8: sums to 0.44; [10, -10 x4]: off by far more).",
-)
 @pytest.mark.parametrize(
     "logits",
     [torch.tensor([[10.0, -10.0, -10.0, -10.0, -10.0]]),
@@ -410,13 +397,6 @@ def test_uniform_resampled_equals_patchtst_patches(rate):
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG segments.py resample_patches: positions s + (e-1-s) * linspace(0, 1, P) are "
-    "computed in float32, so a point that should land on an integer step lands 1 ulp off it "
-    "(P = 8, patch [0, 8): 3.0000002 and 3.9999998, i.e. floor 3 with weight 1 - 2e-7); the "
-    "PatchTST patch is reproduced only to ~1e-6, not exactly, when P - 1 is not a power of 2.",
-)
 @pytest.mark.parametrize("rate", [8, 12, 16])
 def test_uniform_resampled_equals_patchtst_patches_bitwise(rate):
     """resample_patches(x, uniform starts, P=R) is x.reshape(rows, N, R) bit for bit."""

@@ -383,3 +383,14 @@ def test_check_budget_message_suggests_a_fix():
     assert "200" in message and "96" in message and "<= 96" in message
     check_budget(96, 96)  # the largest valid rate passes
     check_budget(96, 1)
+
+
+def test_check_budget_accepts_numpy_scalars():
+    """A grid built with numpy (np.arange, np.int64) is as valid as plain Python numbers."""
+    import numpy as np
+
+    from reinpatch_forecast.nn.segments import token_budget
+
+    assert token_budget(np.int64(96), np.int64(8)) == 12
+    assert token_budget(96, np.float32(8.0)) == 12
+    assert isinstance(token_budget(96, np.int64(8)), int)
