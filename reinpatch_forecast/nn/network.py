@@ -67,8 +67,9 @@ class ReinPatchConfig:
         Backbone sizes (see :class:`~reinpatch_forecast.nn.backbone.BackboneConfig`).
     use_local_mean, use_resampled, use_position, local_activation
         Token parts, for ablations.
-    patcher_hidden_size, patcher_layers, patcher_kernel_size
-        Sizes of the learned patcher.
+    patcher_hidden_size, patcher_layers, patcher_kernel_size, patcher_uniform_prior
+        Sizes of the learned patcher and its uniform prior (see
+        :class:`~reinpatch_forecast.nn.patchers.LearnedPatcher`).
     revin, revin_affine
         Instance normalisation of every series, and its optional affine map.
     levels
@@ -98,6 +99,7 @@ class ReinPatchConfig:
     patcher_hidden_size: int = 32
     patcher_layers: int = 4
     patcher_kernel_size: int = 3
+    patcher_uniform_prior: float = 0.0
     revin: bool = True
     revin_affine: bool = False
     levels: int = 1
@@ -247,6 +249,7 @@ class ReinPatchNetwork(nn.Module):
                         hidden_size=config.patcher_hidden_size,
                         n_layers=config.patcher_layers,
                         kernel_size=config.patcher_kernel_size,
+                        uniform_prior=config.patcher_uniform_prior,
                     )
                     if config.patcher == "learned"
                     else {}

@@ -165,9 +165,15 @@ class LearnedPatcher(Patcher):
         Residual blocks; block ``i`` has dilation ``2**i``.
     kernel_size
         Odd kernel size of every conv.
+    uniform_prior
+        A fixed bonus added to the logits of the uniform patching's starts (computed from ``L``
+        and ``N`` at each call, so still no parameter tied to ``L``). With it, an untrained
+        policy decodes to uniform patches and samples near them, and the learned logits only
+        have to say where to deviate. 0 disables it.
     """
 
-    def __init__(self, hidden_size: int = 32, n_layers: int = 4, kernel_size: int = 3) -> None:
+    def __init__(self, hidden_size: int = 32, n_layers: int = 4, kernel_size: int = 3,
+                 uniform_prior: float = 0.0) -> None:
         super().__init__()
         if kernel_size < 1 or kernel_size % 2 == 0:
             raise ValueError(f"kernel_size must be a positive odd integer, got {kernel_size}.")
@@ -176,6 +182,7 @@ class LearnedPatcher(Patcher):
         self.hidden_size = hidden_size
         self.n_layers = n_layers
         self.kernel_size = kernel_size
+        self.uniform_prior = float(uniform_prior)
         self.input_proj = nn.Conv1d(2, hidden_size, kernel_size, padding="same",
                                     padding_mode="replicate")
         self.blocks = nn.ModuleList(
@@ -191,14 +198,19 @@ class LearnedPatcher(Patcher):
             h = block(h)  # (R, hidden, L)
         return self.output(F.gelu(h)).squeeze(1)  # (R, L)
 
-    def _candidates(self, x: Tensor) -> tuple[Tensor, Tensor]:
-        candidates = self.logits(x)[:, 1:]  # (R, M): position 0 always starts a patch
+    def _candidates(self, x: Tensor, n_patches: int) -> tuple[Tensor, Tensor]:
+        logits = self.logits(x)  # (R, L)
+        if self.uniform_prior:
+            grid = uniform_starts(x.shape[-1], n_patches, device=x.device)  # (N,)
+            prior = logits.new_zeros(x.shape[-1]).index_fill_(0, grid, self.uniform_prior)
+            logits = logits + prior  # (R, L)
+        candidates = logits[:, 1:]  # (R, M): position 0 always starts a patch
         log_p = torch.log_softmax(candidates, dim=-1)  # (R, M)
         entropy = -(log_p.exp() * log_p).sum(dim=-1)  # (R,)
         return candidates, entropy
 
     def sample(self, x: Tensor, n_patches: int, group_size: int) -> Patching:
-        candidates, entropy = self._candidates(x)  # (R, M), (R,)
+        candidates, entropy = self._candidates(x, n_patches)  # (R, M), (R,)
         rows, n_candidates = candidates.shape
         uniform = torch.rand(rows, group_size, n_candidates, device=x.device, dtype=x.dtype)
         tiny = torch.finfo(x.dtype).tiny
@@ -210,7 +222,7 @@ class LearnedPatcher(Patcher):
         return Patching(starts=_sorted_starts(order), log_prob=log_prob, entropy=entropy)
 
     def decode(self, x: Tensor, n_patches: int) -> Patching:
-        candidates, entropy = self._candidates(x)  # (R, M), (R,)
+        candidates, entropy = self._candidates(x, n_patches)  # (R, M), (R,)
         order = candidates.topk(n_patches - 1, dim=-1).indices.unsqueeze(1)  # (R, 1, k)
         log_prob = plackett_luce_log_prob(candidates, order)  # (R, 1)
         return Patching(starts=_sorted_starts(order), log_prob=log_prob, entropy=entropy)

@@ -486,6 +486,7 @@ class ReinPatchForecaster(BaseForecaster):
         self._train(model, self._to_darts([frame for _, frame in instances]))
         self.model_ = _TrainedModel(model)
         self.horizon_ = horizon
+        self._sampling_seed = self._seed()
         return self
 
     def _update(self, y: pd.DataFrame, X: pd.DataFrame | None = None, update_params: bool = True):
@@ -617,7 +618,7 @@ class ReinPatchForecaster(BaseForecaster):
         plans, n = self._forecast_plan(fh)
         frames = [frame for _, frame, _, _ in plans]
         samples = self._darts_predict(
-            n, frames, num_samples=self.num_samples, random_state=self._seed()
+            n, frames, num_samples=self.num_samples, random_state=self._sampling_seed
         )
         values = np.stack([s.all_values(copy=False)[:, 0, :] for s in samples], axis=1)  # (n,S*C,K)
         levels = np.quantile(values, alpha, axis=-1)  # (A, n, S*C)
@@ -681,8 +682,8 @@ class ReinPatchForecaster(BaseForecaster):
         if not isinstance(fh, ForecastingHorizon):
             fh = ForecastingHorizon(fh)
         if not fh.is_relative:
-            from sktime.utils.validation.forecasting import check_fh
             from sktime.datatypes import get_cutoff
+            from sktime.utils.validation.forecasting import check_fh
 
             fh = check_fh(fh, freq=get_cutoff(y, return_index=True))
         return self._horizon_of(fh, instances)

@@ -1,0 +1,366 @@
+"""LTSF benchmark: ReinPatch against tuned uniform patches, heuristics and darts peers.
+
+One command trains and evaluates every model under the standard LTSF protocol
+(``reinpatch_forecast.datasets``: train-only scaler, stride-1 windows, MSE/MAE over *all* test
+windows), with early stopping on validation MSE. Every finished run is appended to a cache
+(``benchmarks/results/ltsf_runs.jsonl``), so a stopped run resumes and the table fills over
+several sessions; the report is rebuilt from the cache at the end of every run.
+
+Examples
+--------
+python benchmarks/ltsf.py --profile quick                      # ETTh1, H=96
+python benchmarks/ltsf.py --datasets ETTh1 ETTh2 --horizons 96 192 336 720
+python benchmarks/ltsf.py --report-only                        # rebuild the tables
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import hashlib
+import json
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "benchmarks" / "results"
+CACHE = RESULTS / "ltsf_runs.jsonl"
+DEFAULT_DATA = REPO.parent / "shared" / "data"
+
+PROFILES = {
+    "quick": dict(datasets=["ETTh1"], horizons=[96]),
+    "full": dict(datasets=["ETTh1", "ETTh2", "ETTm1", "ETTm2", "weather"],
+                 horizons=[96, 192, 336, 720]),
+}
+UNIFORM_SIZES = (4, 8, 16, 24)
+
+# Published numbers (other code), MSE for H = 96, 192, 336, 720; see shared/design.md §4.
+PUBLISHED = {
+    "EntroPE (published, other code)": {
+        "ETTh1": (0.3788, 0.4222, 0.4594, 0.4406), "ETTh2": (0.2948, 0.3787, 0.3879, 0.4137),
+        "ETTm1": (0.3153, 0.3627, 0.3880, 0.4496), "ETTm2": (0.1803, 0.2462, 0.3085, 0.4066),
+        "weather": (0.1673, 0.2123, 0.2677, 0.3412),
+    },
+    "PatchTST@96 (published, other code; iTransformer Table 10)": {
+        "ETTh1": (0.414, 0.460, 0.501, 0.500), "ETTh2": (0.302, 0.388, 0.426, 0.431),
+        "ETTm1": (0.329, 0.367, 0.399, 0.454), "ETTm2": (0.175, 0.241, 0.305, 0.402),
+        "weather": (0.177, 0.225, 0.278, 0.354),
+    },
+}
+
+
+@dataclass
+class RunSpec:
+    """One model configuration on one dataset and horizon."""
+
+    dataset: str
+    horizon: int
+    model: str  # family: learned, uniform, random, volatility, dlinear, nlinear, tsmixer, repeat
+    params: dict[str, Any] = field(default_factory=dict)
+    lookback: int = 96
+    settings: dict[str, Any] = field(default_factory=dict)  # training settings shared by all
+
+    @property
+    def key(self) -> str:
+        settings = {} if self.model == "repeat" else self.settings
+        text = json.dumps([self.dataset, self.lookback, self.horizon, self.model, self.params,
+                           settings], sort_keys=True)
+        return hashlib.sha1(text.encode()).hexdigest()[:16]
+
+    @property
+    def label(self) -> str:
+        extra = ",".join(f"{k}={v}" for k, v in sorted(self.params.items()))
+        return f"{self.model}[{extra}]" if extra else self.model
+
+
+def git_commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, text=True,
+                              capture_output=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def load_cache(path: Path = CACHE) -> dict[str, dict]:
+    if not path.exists():
+        return {}
+    runs = {}
+    for line in path.read_text().splitlines():
+        if line.strip():
+            record = json.loads(line)
+            runs[record["key"]] = record
+    return runs
+
+
+def append_cache(record: dict, path: Path = CACHE) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        handle.write(json.dumps(record) + "\n")
+
+
+# -- training and evaluation -------------------------------------------------------------------
+
+
+def _darts_predict_fn(model) -> Callable[[np.ndarray], np.ndarray]:
+    """Batch forecasts of a trained darts torch model from raw windows (no covariates)."""
+    import torch
+    from darts.utils.data.torch_datasets.utils import PLModuleInput
+
+    module = model.model
+    module.eval()
+
+    def predict(x: np.ndarray) -> np.ndarray:
+        with torch.inference_mode():
+            tensor = torch.from_numpy(x).to(module.dtype)
+            out = module(PLModuleInput(past_target=tensor)).prediction  # (b, H, C, 1)
+        return out[..., 0].numpy()
+
+    return predict
+
+
+def _build_model(spec: RunSpec, args, work_dir: Path):
+    from darts.models import DLinearModel, NLinearModel, TSMixerModel
+    from pytorch_lightning.callbacks import EarlyStopping
+
+    from reinpatch_forecast import ReinPatchModel
+
+    trainer = {
+        "accelerator": "cpu", "enable_progress_bar": args.progress, "logger": False,
+        "enable_model_summary": False,
+        "callbacks": [EarlyStopping(monitor="val_loss", patience=args.patience, mode="min")],
+    }
+    common = dict(
+        input_chunk_length=spec.lookback, output_chunk_length=spec.horizon,
+        batch_size=args.batch_size, n_epochs=args.epochs, random_state=args.seed,
+        pl_trainer_kwargs=trainer, save_checkpoints=True, force_reset=True,
+        model_name=f"ltsf_{spec.key}", work_dir=str(work_dir),
+        optimizer_kwargs={"lr": spec.params.get("lr", args.lr)},
+    )
+    if spec.model in ("learned", "uniform", "random", "volatility"):
+        return ReinPatchModel(
+            patcher=spec.model, compression_rate=spec.params.get("R", 8),
+            group_size=spec.params.get("G", 8), d_model=args.d_model, n_heads=4,
+            n_layers=args.n_layers, dropout=args.dropout, **common,
+        )
+    if spec.model == "dlinear":
+        return DLinearModel(use_reversible_instance_norm=True, **common)
+    if spec.model == "nlinear":
+        return NLinearModel(use_reversible_instance_norm=True, **common)
+    if spec.model == "tsmixer":
+        return TSMixerModel(use_reversible_instance_norm=True, **common)
+    raise ValueError(f"unknown model family {spec.model!r}")
+
+
+def run_one(spec: RunSpec, args) -> dict:
+    """Train (unless Repeat) and evaluate one configuration; returns its cache record."""
+    from darts import TimeSeries
+
+    from reinpatch_forecast.datasets import (evaluate_windows, load_ltsf_frame, prepare_ltsf,
+                                             repeat_forecast)
+
+    frame = load_ltsf_frame(spec.dataset, data_dir=args.data_dir)
+    splits = prepare_ltsf(frame, spec.dataset, spec.lookback, spec.horizon)
+    began = time.perf_counter()
+    epochs = 0
+    if spec.model == "repeat":
+        def predict(x):
+            return repeat_forecast(x, spec.horizon)
+    else:
+        work_dir = args.out_dir / "_ltsf_work"
+        model = _build_model(spec, args, work_dir)
+        train = TimeSeries.from_values(splits.train)
+        val = TimeSeries.from_values(splits.val)
+        model.fit(train, val_series=val, load_best=True,
+                  max_samples_per_ts=args.max_train_windows, verbose=args.progress)
+        epochs = int(model.trainer.current_epoch)  # epochs run before stopping
+        predict = _darts_predict_fn(model)
+    train_seconds = time.perf_counter() - began
+    val_scores = evaluate_windows(predict, splits.val, spec.lookback, spec.horizon)
+    test_scores = evaluate_windows(predict, splits.test, spec.lookback, spec.horizon)
+    return {
+        "key": spec.key, "spec": asdict(spec), "label": spec.label,
+        "val_mse": val_scores["mse"], "val_mae": val_scores["mae"],
+        "test_mse": test_scores["mse"], "test_mae": test_scores["mae"],
+        "test_windows": test_scores["n_windows"], "epochs": epochs,
+        "train_seconds": round(train_seconds, 1), "commit": git_commit(),
+        "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "settings": spec.settings,
+    }
+
+
+SETTINGS = ("epochs", "batch_size", "lr", "patience", "d_model", "n_layers", "dropout", "seed",
+            "max_train_windows")
+
+
+def plan(datasets: list[str], horizons: list[int], models: list[str], lookback: int,
+         settings: dict[str, Any]) -> list[RunSpec]:
+    specs = []
+    for dataset in datasets:
+        for horizon in horizons:
+            for model in models:
+                if model == "uniform":
+                    specs += [RunSpec(dataset, horizon, "uniform", {"R": r}, lookback, settings)
+                              for r in UNIFORM_SIZES]
+                elif model in ("learned", "random", "volatility"):
+                    specs.append(RunSpec(dataset, horizon, model, {"R": 8}, lookback, settings))
+                else:
+                    specs.append(RunSpec(dataset, horizon, model, {}, lookback, settings))
+    return specs
+
+
+# -- report ------------------------------------------------------------------------------------
+
+
+def rows_for_report(runs: dict[str, dict]) -> list[dict]:
+    """One row per (dataset, horizon, reported model), tuned uniform chosen on validation."""
+    by_cell: dict[tuple, list[dict]] = {}
+    for record in runs.values():
+        spec = record["spec"]
+        by_cell.setdefault((spec["dataset"], spec["horizon"]), []).append(record)
+    rows = []
+    for (dataset, horizon), records in sorted(by_cell.items()):
+        uniform = [r for r in records if r["spec"]["model"] == "uniform"]
+        for record in records:
+            spec = record["spec"]
+            name = spec["model"]
+            if name == "uniform":
+                name = f"uniform R={spec['params']['R']}"
+            rows.append(dict(dataset=dataset, horizon=horizon, model=name, **_scores(record)))
+        if len(uniform) == len(UNIFORM_SIZES):
+            best = min(uniform, key=lambda r: r["val_mse"])
+            rows.append(dict(dataset=dataset, horizon=horizon,
+                             model=f"uniform tuned (R={best['spec']['params']['R']})",
+                             **_scores(best)))
+    return rows
+
+
+def _scores(record: dict) -> dict:
+    return {k: record[k] for k in ("test_mse", "test_mae", "val_mse", "epochs", "train_seconds",
+                                   "commit", "date")}
+
+
+def write_report(runs: dict[str, dict], out_dir: Path = RESULTS) -> None:
+    rows = rows_for_report(runs)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with (out_dir / "ltsf.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=["dataset", "horizon", "model", "test_mse",
+                                                    "test_mae", "val_mse", "epochs",
+                                                    "train_seconds", "commit", "date"])
+        writer.writeheader()
+        writer.writerows(rows)
+    horizons_of = {}
+    for row in rows:
+        horizons_of.setdefault(row["dataset"], set()).add(row["horizon"])
+    lines = [
+        "# LTSF benchmark (normalised MSE / MAE, all test windows)",
+        "",
+        f"Generated by `python benchmarks/ltsf.py` from `{out_dir.name}/ltsf_runs.jsonl` on "
+        f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M UTC}, at commit `{git_commit()}` "
+        "(each row also names the commit and date of its own run in `ltsf.csv`).",
+        "Protocol: `reinpatch_forecast.datasets` (train-only scaler, stride-1 windows, every test "
+        "window, no `drop_last`). Lookback 96. Early stopping on validation MSE with the best "
+        "epoch restored. `uniform tuned` picks R in {4, 8, 16, 24} on validation MSE.",
+        "",
+    ]
+    for dataset in sorted(horizons_of):
+        lines += [f"## {dataset}", "", "| model | H | test MSE | test MAE | val MSE | epochs | "
+                  "train s | commit |", "|---|---|---|---|---|---|---|---|"]
+        for row in sorted((r for r in rows if r["dataset"] == dataset),
+                          key=lambda r: (r["model"], r["horizon"])):
+            lines.append(
+                f"| {row['model']} | {row['horizon']} | {row['test_mse']:.4f} | "
+                f"{row['test_mae']:.4f} | {row['val_mse']:.4f} | {row['epochs']} | "
+                f"{row['train_seconds']:.0f} | {row['commit']} |"
+            )
+        for source, table in PUBLISHED.items():
+            if dataset in table:
+                values = ", ".join(
+                    f"H={h}: {v}" for h, v in zip((96, 192, 336, 720), table[dataset])
+                )
+                lines.append(f"\n{source}: {values}")
+        lines.append("")
+    (out_dir / "ltsf.md").write_text("\n".join(lines) + "\n")
+    _plot(rows, out_dir)
+
+
+def _plot(rows: list[dict], out_dir: Path) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:  # pragma: no cover - matplotlib comes with darts
+        return
+    datasets = sorted({r["dataset"] for r in rows})
+    fig, axes = plt.subplots(1, len(datasets), figsize=(5 * len(datasets), 4), squeeze=False)
+    for ax, dataset in zip(axes[0], datasets):
+        models = sorted({r["model"] for r in rows if r["dataset"] == dataset})
+        for model in models:
+            points = sorted((r["horizon"], r["test_mse"]) for r in rows
+                            if r["dataset"] == dataset and r["model"] == model)
+            ax.plot(*zip(*points), marker="o", label=model)
+        ax.set_title(dataset)
+        ax.set_xlabel("horizon")
+        ax.set_ylabel("test MSE")
+    axes[0][-1].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out_dir / "ltsf.png", dpi=100)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--profile", choices=sorted(PROFILES), default="quick")
+    parser.add_argument("--datasets", nargs="+")
+    parser.add_argument("--horizons", nargs="+", type=int)
+    parser.add_argument("--models", nargs="+",
+                        default=["repeat", "learned", "uniform", "random", "volatility",
+                                 "dlinear", "nlinear", "tsmixer"])
+    parser.add_argument("--lookback", type=int, default=96)
+    parser.add_argument("--data-dir", default=str(DEFAULT_DATA))
+    parser.add_argument("--epochs", type=int, default=10)
+    parser.add_argument("--patience", type=int, default=3)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--d-model", type=int, default=64)
+    parser.add_argument("--n-layers", type=int, default=2)
+    parser.add_argument("--dropout", type=float, default=0.1)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max-train-windows", type=int, default=None,
+                        help="use only the most recent training windows (default: all)")
+    parser.add_argument("--progress", action="store_true")
+    parser.add_argument("--report-only", action="store_true")
+    parser.add_argument("--out-dir", type=Path, default=RESULTS,
+                        help="folder of the run cache and the report")
+    args = parser.parse_args(argv)
+    cache = args.out_dir / "ltsf_runs.jsonl"
+
+    runs = load_cache(cache)
+    if not args.report_only:
+        datasets = args.datasets or PROFILES[args.profile]["datasets"]
+        horizons = args.horizons or PROFILES[args.profile]["horizons"]
+        settings = {name: getattr(args, name) for name in SETTINGS}
+        for spec in plan(datasets, horizons, args.models, args.lookback, settings):
+            if spec.key in runs:
+                continue
+            print(f"[ltsf] {spec.dataset} H={spec.horizon} {spec.label} ...", flush=True)
+            record = run_one(spec, args)
+            append_cache(record, cache)
+            runs[spec.key] = record
+            print(f"[ltsf]   test MSE {record['test_mse']:.4f} MAE {record['test_mae']:.4f} "
+                  f"val MSE {record['val_mse']:.4f} ({record['train_seconds']:.0f} s, "
+                  f"{record['epochs']} epochs)", flush=True)
+            write_report(runs, args.out_dir)
+    write_report(runs, args.out_dir)
+    print(f"[ltsf] report: {args.out_dir / 'ltsf.md'}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
