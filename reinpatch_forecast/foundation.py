@@ -34,6 +34,7 @@ def patcher_state(patcher: LearnedPatcher) -> dict[str, Any]:
             "hidden_size": patcher.hidden_size,
             "n_layers": patcher.n_layers,
             "kernel_size": patcher.kernel_size,
+            "uniform_prior": patcher.uniform_prior,
         },
         "state_dict": {k: v.detach().cpu().clone() for k, v in patcher.state_dict().items()},
     }

@@ -205,6 +205,9 @@ class ReinPatchModel(PastCovariatesTorchModel):
         Points each patch is resampled to for its shape token.
     revin_affine
         Learn a per-component affine map in the instance normalisation.
+    uniform_prior
+        Logit bonus of the uniform patching's starts in the learned patcher (0: none): an
+        untrained policy then decodes to uniform patches and learns where to deviate.
     **kwargs
         Every argument of darts' ``TorchForecastingModel`` (``batch_size``, ``n_epochs``,
         ``likelihood``, ``loss_fn``, ``optimizer_kwargs``, ``lr_scheduler_cls``,
@@ -246,6 +249,7 @@ class ReinPatchModel(PastCovariatesTorchModel):
         dropout: float = 0.1,
         resample_points: int = 8,
         revin_affine: bool = False,
+        uniform_prior: float = 0.0,
         **kwargs,
     ) -> None:
         if kwargs.get("use_reversible_instance_norm"):
@@ -298,6 +302,7 @@ class ReinPatchModel(PastCovariatesTorchModel):
             patcher_hidden_size=learned_sizes.get("hidden_size", 32),
             patcher_layers=learned_sizes.get("n_layers", 4),
             patcher_kernel_size=learned_sizes.get("kernel_size", 3),
+            patcher_uniform_prior=learned_sizes.get("uniform_prior", uniform_prior),
         )
         # Validate every argument now, not at the first fit.
         ReinPatchConfig(**self.network_params)

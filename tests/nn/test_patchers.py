@@ -488,3 +488,22 @@ def test_learned_patcher_is_independent_of_length():
     shared = ReinPatchNetwork(long.config, patcher=short.patcher)
     assert shared.boundaries(torch.randn(2, 200, 1)).shape == (2, 1, 25)
     assert short.boundaries(x).shape == (2, 1, 4)
+
+
+def test_uniform_prior_makes_an_untrained_policy_decode_to_uniform_patches():
+    """With the prior, a policy whose learned logits are flat decodes to the uniform grid."""
+    torch.manual_seed(0)
+    patcher = LearnedPatcher(hidden_size=8, n_layers=2, uniform_prior=5.0)
+    torch.nn.init.zeros_(patcher.output.weight)
+    torch.nn.init.zeros_(patcher.output.bias)
+    x = torch.randn(4, 96)
+    uniform = UniformPatcher().decode(x, 12).starts
+    assert torch.equal(patcher.decode(x, 12).starts, uniform)
+    # Samples stay near the grid but still explore: most, not all, starts are grid starts.
+    sampled = patcher.sample(x, 12, group_size=64).starts  # (4, 64, 12)
+    on_grid = torch.isin(sampled, uniform[0, 0]).float().mean().item()
+    assert 0.6 < on_grid < 1.0
+    # Without the prior the same flat policy puts its starts anywhere.
+    patcher.uniform_prior = 0.0
+    sampled = patcher.sample(x, 12, group_size=64).starts
+    assert torch.isin(sampled, uniform[0, 0]).float().mean().item() < 0.4

@@ -22,7 +22,12 @@ def _one_torch_thread():
 
 
 def pytest_collection_modifyitems(config, items):
-    """sktime 1.2 announces a default change at every forecaster construction: not ours."""
+    """Ignore the notice sktime 1.2 gives at every forecaster construction (not ours).
+
+    Only partly effective: sktime 1.2's ``_SuppressWarningPattern.__exit__`` (run whenever a
+    forecasting horizon is converted) calls ``warnings.filterwarnings("default",
+    category=FutureWarning)``, which puts a filter in front of this one.
+    """
     here = Path(__file__).parent
     notice = pytest.mark.filterwarnings(
         "ignore:The default of config ``remember_data``:FutureWarning"

@@ -82,7 +82,7 @@ def test_transformed_target_pipeline(airline, transformer):
 def test_grid_search_over_compression_rate(airline):
     cv = ExpandingWindowSplitter(fh=[1, 2, 3], initial_window=108, step_length=16)
     search = ForecastingGridSearchCV(
-        tiny(n_epochs=1), cv=cv, param_grid={"compression_rate": [2, 4]}
+        tiny(n_epochs=1), cv=cv, param_grid={"compression_rate": [2, 4]}, backend=None
     )
     search.fit(airline, fh=[1, 2, 3])
     assert search.best_params_["compression_rate"] in (2, 4)
