@@ -79,16 +79,18 @@ class _ReinPatchModule(PLForecastingModule):
         x = train_batch.past_target.to(self.dtype)  # (B, L, C)
         rollout = self.network.rollout(x)  # prediction (B, G, H, C, Q)
         batch, group, _, channels, _ = rollout.prediction.shape
-        prediction = rollout.prediction.flatten(0, 1)  # (B*G, H, C, Q)
-        # Rollouts are series-major, so the target and weights repeat each window G times.
+        trained = rollout.n_trained
+        # Rollouts are series-major, so the target and weights repeat each window per draw.
         target = train_batch.future_target.repeat_interleave(group, dim=0)  # (B*G, H, C)
+        trained_target = train_batch.future_target.repeat_interleave(trained, dim=0)
         weight = train_batch.sample_weight
         if weight is not None:
-            weight = weight.repeat_interleave(group, dim=0)  # (B*G, H, C)
-        output = PLModuleOutput(prediction=prediction)
-        backbone_loss = self._compute_loss(output, target, self.train_criterion, weight)
+            weight = weight.repeat_interleave(trained, dim=0)  # (B*k, H, C)
+        output = PLModuleOutput(prediction=rollout.prediction[:, :trained].flatten(0, 1))
+        backbone_loss = self._compute_loss(output, trained_target, self.train_criterion, weight)
         per_element = elementwise_loss(
-            prediction.detach(), target, self.likelihood, self.train_criterion
+            rollout.prediction.detach().flatten(0, 1), target, self.likelihood,
+            self.train_criterion,
         )  # (B*G, H, C)
         per_sample = per_element.mean(dim=1).reshape(batch, group, channels)  # (B, G, C)
         policy = self.network.policy_loss_from(rollout, per_sample)
@@ -104,7 +106,7 @@ class _ReinPatchModule(PLForecastingModule):
             "train_boundary_entropy": policy.entropy,
         }
         self.log_dict(diagnostics, batch_size=size, on_step=False, on_epoch=True, sync_dist=True)
-        self._update_metrics(output, target, self.train_metrics)
+        self._update_metrics(output, trained_target, self.train_metrics)
         return backbone_loss + policy.loss
 
     def configure_optimizers(self):
@@ -193,6 +195,9 @@ class ReinPatchModel(PastCovariatesTorchModel):
         only the backbone trains, with no group rollouts.
     group_size
         ``G``: patchings drawn per series in a training step (>= 2 for ``"learned"``).
+    backbone_draws
+        How many of the ``G`` draws train the backbone; the others only give the policy its
+        rewards, from a forward pass without gradients. ``None``: all ``G``.
     patcher_lr
         Learning rate of the patcher; ``None`` uses 3x the optimizer's learning rate.
     entropy_coef
@@ -240,6 +245,7 @@ class ReinPatchModel(PastCovariatesTorchModel):
         compression_rate: float = 8,
         patcher: str | os.PathLike | LearnedPatcher | dict = "learned",
         group_size: int = 8,
+        backbone_draws: int | None = None,
         patcher_lr: float | None = None,
         entropy_coef: float = 1e-3,
         scale_rewards: str = "group",
@@ -291,6 +297,7 @@ class ReinPatchModel(PastCovariatesTorchModel):
             compression_rate=compression_rate,
             patcher=patcher_name,
             group_size=group_size,
+            backbone_draws=backbone_draws,
             entropy_coef=entropy_coef,
             scale_rewards=scale_rewards,
             d_model=d_model,

@@ -110,9 +110,9 @@ class PatchTokeniser(nn.Module):
         self.config = config
         d = config.d_model
         if config.use_local_mean:
-            self.local_in = nn.Linear(1, d)
-            self.local_conv = nn.Conv1d(d, d, 3, padding="same", groups=d,
-                                        padding_mode="replicate")
+            # One conv from the raw values (a pointwise map followed by a depthwise conv is
+            # the same linear family, at a fraction of the cost).
+            self.local_conv = nn.Conv1d(1, d, 3, padding="same", padding_mode="replicate")
             self.local_out = nn.Linear(d, d)
         if config.use_resampled:
             self.resampled_proj = nn.Linear(config.resample_points, d)
@@ -121,13 +121,12 @@ class PatchTokeniser(nn.Module):
 
     def local_features(self, x: Tensor) -> Tensor:
         """Per-position features ``(R, L, d)`` of a normalised series ``x`` ``(R, L)``."""
-        h = self.local_in(x.unsqueeze(-1))  # (R, L, d)
-        h = self.local_conv(h.transpose(1, 2)).transpose(1, 2)  # (R, L, d)
+        h = self.local_conv(x.unsqueeze(1)).transpose(1, 2)  # (R, L, d)
         if self.config.local_activation:
             h = F.gelu(h)
         return self.local_out(h)  # (R, L, d)
 
-    def forward(self, x: Tensor, starts: Tensor) -> Tensor:
+    def forward(self, x: Tensor, starts: Tensor, local: Tensor | None = None) -> Tensor:
         """Tokens of every patching.
 
         Parameters
@@ -136,6 +135,8 @@ class PatchTokeniser(nn.Module):
             ``(R, L)`` normalised series.
         starts
             ``(R, G, N)`` int64 sorted start positions.
+        local
+            ``(R, L, d)``: :meth:`local_features` of ``x`` if already computed.
 
         Returns
         -------
@@ -146,7 +147,9 @@ class PatchTokeniser(nn.Module):
         length = x.shape[-1]
         tokens = x.new_zeros(rows, group, n_patches, self.config.d_model)  # (R, G, N, d)
         if self.config.use_local_mean:
-            tokens = tokens + segment_mean(self.local_features(x), starts)  # (R, G, N, d)
+            if local is None:
+                local = self.local_features(x)  # (R, L, d)
+            tokens = tokens + segment_mean(local, starts)  # (R, G, N, d)
         if self.config.use_resampled:
             values = resample_patches(x, starts, self.config.resample_points)  # (R, G, N, P)
             tokens = tokens + self.resampled_proj(values)  # (R, G, N, d)
@@ -188,7 +191,7 @@ class Backbone(nn.Module):
             config.n_patches * config.d_model, config.output_length * config.nr_params
         )
 
-    def forward(self, x: Tensor, starts: Tensor) -> Tensor:
+    def forward(self, x: Tensor, starts: Tensor, local: Tensor | None = None) -> Tensor:
         """Normalised forecast of every patching.
 
         Parameters
@@ -197,13 +200,15 @@ class Backbone(nn.Module):
             ``(R, L)`` normalised series.
         starts
             ``(R, G, N)`` int64 sorted start positions.
+        local
+            ``(R, L, d)``: the tokeniser's local features of ``x`` if already computed.
 
         Returns
         -------
         Tensor
             ``(R*G, H, Q)``.
         """
-        tokens = self.tokeniser(x, starts)  # (R*G, N, d)
+        tokens = self.tokeniser(x, starts, local)  # (R*G, N, d)
         encoded = self.encoder(tokens)  # (R*G, N, d)
         flat = self.head_dropout(encoded.flatten(1))  # (R*G, N*d)
         out = self.head(flat)  # (R*G, H*Q)

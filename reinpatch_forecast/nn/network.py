@@ -54,6 +54,10 @@ class ReinPatchConfig:
         ``"learned"`` (ReinPatch), ``"uniform"``, ``"random"`` or ``"volatility"``.
     group_size
         ``G``: patchings drawn per series for GRPG (>= 2 for the learned patcher).
+    backbone_draws
+        How many of the ``G`` draws of a series train the backbone; the others only score a
+        reward, with the backbone run without gradients (much cheaper than a training pass).
+        ``None``: all ``G`` (the backbone loss is the mean over the group).
     entropy_coef
         Weight of the entropy bonus in the policy loss.
     scale_rewards
@@ -82,6 +86,7 @@ class ReinPatchConfig:
     compression_rate: float = 8
     patcher: str = "learned"
     group_size: int = 8
+    backbone_draws: int | None = None
     entropy_coef: float = 1e-3
     scale_rewards: str = "group"
     nr_params: int = 1
@@ -121,6 +126,11 @@ class ReinPatchConfig:
             raise ValueError(
                 f"group_size={self.group_size} with the learned patcher: GRPG compares the draws "
                 "within a group, so it needs group_size >= 2 (8 is the default)."
+            )
+        if self.backbone_draws is not None and not 1 <= self.backbone_draws <= self.group_size:
+            raise ValueError(
+                f"backbone_draws must be between 1 and group_size={self.group_size} (or None "
+                f"for all draws), got {self.backbone_draws}."
             )
         if self.scale_rewards not in SCALE_REWARDS:
             raise ValueError(
@@ -185,12 +195,16 @@ class Rollout:
         ``(B, C)``: the patcher's entropy per series.
     starts
         ``(B, G, C, N)`` int64: the patchings.
+    n_trained
+        The first ``n_trained`` draws of every series carry gradients to the backbone; the
+        others were forecast without gradients (rewards only).
     """
 
     prediction: Tensor
     log_prob: Tensor
     entropy: Tensor
     starts: Tensor
+    n_trained: int
 
 
 @dataclass
@@ -302,9 +316,9 @@ class ReinPatchNetwork(nn.Module):
         return torch.stack(params, dim=-1)  # (R*G, H, Q)
 
     def _forecast(self, backbone_input: Tensor, starts: Tensor, stats: InstanceStats | None,
-                  batch: int, channels: int) -> Tensor:
+                  batch: int, channels: int, local: Tensor | None = None) -> Tensor:
         group = starts.shape[1]
-        out = self.backbone(backbone_input, starts)  # (R*G, H, Q)
+        out = self.backbone(backbone_input, starts, local)  # (R*G, H, Q)
         out = self._denormalise(out, stats)  # (R*G, H, Q)
         out = out.reshape(batch, channels, group, *out.shape[1:])  # (B, C, G, H, Q)
         return out.permute(0, 2, 3, 1, 4)  # (B, G, H, C, Q)
@@ -370,13 +384,29 @@ class ReinPatchNetwork(nn.Module):
             patching = self.patcher.decode(patcher_input, self.config.n_patches)
         else:
             patching = self.patcher.sample(patcher_input, self.config.n_patches, group)
-        prediction = self._forecast(backbone_input, patching.starts, stats, batch, channels)
-        n_patches = patching.starts.shape[-1]
+        starts = patching.starts  # (R, G, N)
+        group = starts.shape[1]
+        n_trained = min(self.config.backbone_draws or group, group)
+        if n_trained == group:
+            prediction = self._forecast(backbone_input, starts, stats, batch, channels)
+        else:
+            # Local features are shared; only the first draws are trained, the rest are scored.
+            local = None
+            if self.config.use_local_mean:
+                local = self.backbone.tokeniser.local_features(backbone_input)  # (R, L, d)
+            trained = self._forecast(backbone_input, starts[:, :n_trained], stats, batch,
+                                     channels, local)  # (B, k, H, C, Q)
+            with torch.no_grad():
+                scored = self._forecast(backbone_input, starts[:, n_trained:], stats, batch,
+                                        channels, local)  # (B, G-k, H, C, Q)
+            prediction = torch.cat([trained, scored], dim=1)  # (B, G, H, C, Q)
+        n_patches = starts.shape[-1]
         return Rollout(
             prediction=prediction,  # (B, G, H, C, Q)
             log_prob=patching.log_prob.reshape(batch, channels, group).transpose(1, 2),
             entropy=patching.entropy.reshape(batch, channels),
-            starts=patching.starts.reshape(batch, channels, group, n_patches).transpose(1, 2),
+            starts=starts.reshape(batch, channels, group, n_patches).transpose(1, 2),
+            n_trained=n_trained,
         )
 
     def policy_loss_from(self, rollout: Rollout, per_sample_loss: Tensor):
@@ -439,7 +469,7 @@ class ReinPatchNetwork(nn.Module):
         else:
             per_element = elementwise_loss(rollout.prediction, target)  # (B, G, H, C)
         per_sample = per_element.mean(dim=2)  # (B, G, C)
-        backbone_loss = per_sample.mean()
+        backbone_loss = per_sample[:, : rollout.n_trained].mean()
         policy = self.policy_loss_from(rollout, per_sample)
         lengths = patch_lengths(rollout.starts, self.config.input_length).float()  # (B,G,C,N)
         return TrainingLosses(

@@ -261,3 +261,13 @@ def test_predict_and_boundaries_before_fit(make_model):
         model.patch_boundaries()
     with pytest.raises(ValueError):
         model.predict(6)
+
+
+@pytest.mark.parametrize("likelihood", [None, QuantileRegression([0.1, 0.5, 0.9])],
+                         ids=["point", "quantile"])
+def test_backbone_draws_trains_on_part_of_the_group(make_model, series, likelihood):
+    model = make_model(group_size=4, backbone_draws=1, likelihood=likelihood)
+    model.fit(series, sample_weight="linear")
+    logged = model.trainer.callback_metrics
+    assert float(logged["train_policy_loss"]) != 0.0
+    assert np.isfinite(model.predict(6).values()).all()

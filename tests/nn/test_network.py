@@ -352,3 +352,47 @@ def test_same_seed_same_training_losses(patcher):
     for field in dataclasses.fields(TrainingLosses):
         assert torch.equal(getattr(first, field.name), getattr(second, field.name)), field.name
     assert not torch.equal(first.backbone_loss, other.backbone_loss)
+
+
+# -- backbone_draws: draws that only score rewards ------------------------------------------
+
+
+def test_scored_draws_match_a_full_forward_and_carry_no_backbone_gradient():
+    """Draws beyond backbone_draws are the same forecasts, computed without gradients."""
+    net = network(dropout=0.0, group_size=4, backbone_draws=1)
+    x, y = data()
+    torch.manual_seed(5)
+    rollout = net.rollout(x)
+    assert rollout.n_trained == 1 and rollout.prediction.shape[1] == 4
+    assert rollout.prediction.requires_grad
+    # Recompute every draw's forecast with a full, gradient-carrying pass: same values.
+    patcher_input, backbone_input, stats = net._normalise(x)
+    starts = rollout.starts.transpose(1, 2).reshape(B * C, 4, -1)  # (R, G, N)
+    full = net._forecast(backbone_input, starts, stats, B, C)
+    torch.testing.assert_close(rollout.prediction, full, rtol=1e-5, atol=1e-5)
+    # Only draw 0 reaches the backbone.
+    rollout.prediction[:, 1:].sum().backward(retain_graph=True)
+    assert grad_norm(net.backbone_parameters()) == 0.0
+    rollout.prediction[:, :1].sum().backward()
+    assert grad_norm(net.backbone_parameters()) > 0.0
+
+
+def test_backbone_draws_loss_uses_the_trained_draws_and_rewards_use_all():
+    net = network(dropout=0.0, group_size=4, backbone_draws=2)
+    x, y = data()
+    torch.manual_seed(1)
+    losses = net.training_losses(x, y)
+    torch.manual_seed(1)
+    rollout = net.rollout(x)
+    per_sample = ((rollout.prediction[..., 0] - y.unsqueeze(1)) ** 2).mean(dim=2)  # (B, G, C)
+    assert losses.backbone_loss.item() == pytest.approx(per_sample[:, :2].mean().item(), rel=1e-5)
+    assert losses.mean_reward.item() == pytest.approx(-per_sample.mean().item(), rel=1e-5)
+    losses.loss.backward()
+    assert grad_norm(net.patcher_parameters()) > 0
+    assert grad_norm(net.backbone_parameters()) > 0
+
+
+@pytest.mark.parametrize("draws", [0, 9])
+def test_backbone_draws_out_of_range(draws):
+    with pytest.raises(ValueError, match="backbone_draws must be between 1 and group_size=8"):
+        config(group_size=8, backbone_draws=draws)
