@@ -23,7 +23,7 @@ from torch import Tensor, nn
 
 from .segments import patch_lengths, resample_patches, segment_mean
 
-__all__ = ["BackboneConfig", "PatchTokeniser", "Backbone"]
+__all__ = ["BackboneConfig", "PatchTokeniser", "EncoderLayer", "Backbone", "group_dropout"]
 
 
 @dataclass
@@ -166,6 +166,59 @@ class PatchTokeniser(nn.Module):
         return tokens.reshape(rows * group, n_patches, self.config.d_model)  # (R*G, N, d)
 
 
+def group_dropout(h: Tensor, p: float, group: int, training: bool) -> Tensor:
+    """Dropout whose mask is shared by the ``G`` patchings of a series.
+
+    The draws of a GRPG group are compared with each other, so they see the same network noise
+    (common random numbers: less variance in the reward differences), and one mask per series
+    instead of per draw makes dropout ``G`` times cheaper on the CPU, where drawing the mask
+    costs more than the matrix products it guards.
+
+    Parameters
+    ----------
+    h
+        ``(R*G, ...)``, rows of the same series consecutive.
+    p
+        Drop probability.
+    group
+        ``G``.
+    training
+        Dropout is the identity when ``False``.
+    """
+    if not training or p == 0.0:
+        return h
+    rows = h.shape[0] // group
+    keep = torch.empty((rows, 1) + h.shape[1:], device=h.device, dtype=h.dtype)
+    keep.bernoulli_(1.0 - p).div_(1.0 - p)  # (R, 1, ...)
+    return (h.reshape((rows, group) + h.shape[1:]) * keep).reshape(h.shape)
+
+
+class EncoderLayer(nn.Module):
+    """Pre-norm Transformer encoder layer with group-shared dropout.
+
+    ``h = h + drop(attn(norm(h)))``, then ``h = h + drop(ff(norm(h)))`` with a GELU
+    feed-forward network; attention probabilities are not dropped.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float) -> None:
+        super().__init__()
+        self.dropout = dropout
+        self.attention_norm = nn.LayerNorm(d_model)
+        self.attention = nn.MultiheadAttention(d_model, n_heads, batch_first=True)
+        self.ff_norm = nn.LayerNorm(d_model)
+        self.ff_in = nn.Linear(d_model, d_ff)
+        self.ff_out = nn.Linear(d_ff, d_model)
+
+    def forward(self, h: Tensor, group: int) -> Tensor:
+        """``(R*G, N, d) -> (R*G, N, d)``."""
+        normed = self.attention_norm(h)
+        attended = self.attention(normed, normed, normed, need_weights=False)[0]
+        h = h + group_dropout(attended, self.dropout, group, self.training)
+        inner = group_dropout(F.gelu(self.ff_in(self.ff_norm(h))), self.dropout, group,
+                              self.training)  # (R*G, N, d_ff)
+        return h + group_dropout(self.ff_out(inner), self.dropout, group, self.training)
+
+
 class Backbone(nn.Module):
     """Pre-norm Transformer encoder over the ``N`` tokens and a flatten head ``N*d -> H*Q``."""
 
@@ -173,20 +226,12 @@ class Backbone(nn.Module):
         super().__init__()
         self.config = config
         self.tokeniser = PatchTokeniser(config)
-        layer = nn.TransformerEncoderLayer(
-            d_model=config.d_model,
-            nhead=config.n_heads,
-            dim_feedforward=config.ff_multiplier * config.d_model,
-            dropout=config.dropout,
-            activation="gelu",
-            batch_first=True,
-            norm_first=True,
+        self.layers = nn.ModuleList(
+            EncoderLayer(config.d_model, config.n_heads, config.ff_multiplier * config.d_model,
+                         config.dropout)
+            for _ in range(config.n_layers)
         )
-        self.encoder = nn.TransformerEncoder(
-            layer, num_layers=config.n_layers, norm=nn.LayerNorm(config.d_model),
-            enable_nested_tensor=False,
-        )
-        self.head_dropout = nn.Dropout(config.dropout)
+        self.final_norm = nn.LayerNorm(config.d_model)
         self.head = nn.Linear(
             config.n_patches * config.d_model, config.output_length * config.nr_params
         )
@@ -208,8 +253,11 @@ class Backbone(nn.Module):
         Tensor
             ``(R*G, H, Q)``.
         """
-        tokens = self.tokeniser(x, starts, local)  # (R*G, N, d)
-        encoded = self.encoder(tokens)  # (R*G, N, d)
-        flat = self.head_dropout(encoded.flatten(1))  # (R*G, N*d)
+        group = starts.shape[1]
+        h = self.tokeniser(x, starts, local)  # (R*G, N, d)
+        for layer in self.layers:
+            h = layer(h, group)  # (R*G, N, d)
+        flat = self.final_norm(h).flatten(1)  # (R*G, N*d)
+        flat = group_dropout(flat, self.config.dropout, group, self.training)
         out = self.head(flat)  # (R*G, H*Q)
         return out.reshape(-1, self.config.output_length, self.config.nr_params)  # (R*G, H, Q)
