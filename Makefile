@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 TORCH_PIN := torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test bench-segments clean
+.PHONY: setup demo test docs bench-segments clean
 
 setup: $(STAMP)
 
@@ -15,17 +15,20 @@ $(STAMP): pyproject.toml setup.cfg
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet $(TORCH_PIN)
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m pip install --quiet -e ".[dev,docs]"
 	touch $(STAMP)
 
 demo: setup
-	$(BIN)/python -m reinpatch_forecast.demo
+	$(BIN)/reinpatch-forecast demo --out demo-output
 
 test: setup
 	$(BIN)/python -m pytest
+
+docs: setup
+	$(MAKE) -C docs html SPHINXBUILD=$(abspath $(BIN))/sphinx-build
 
 bench-segments: setup
 	$(BIN)/python benchmarks/segments.py
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis docs/_build demo-output

@@ -1,0 +1,607 @@
+"""The ``reinpatch-forecast`` command line.
+
+Subcommands
+-----------
+demo
+    The README's main job (``reinpatch_forecast.demo``): ReinPatch against uniform patches and a
+    seasonal naive baseline on the bundled ETTh1, plus forecast, segmentation and boundary
+    statistics figures written to ``--out``.
+fit
+    Train a :class:`~reinpatch_forecast.darts.ReinPatchModel` on columns of any CSV file with a
+    date column and save it (darts ``save``: ``MODEL`` and ``MODEL.ckpt``).
+predict
+    Forecast the rows after the end of a CSV file with a saved model; write a CSV.
+segment
+    Plot where a saved model's patcher cuts the last window of a CSV file.
+
+Every subcommand has ``--help``. Errors print one line on stderr: exit code 2 for bad
+arguments, 1 for a failure at run time (a missing or unreadable file, a missing column, a
+series too short, ...).
+
+darts, torch and matplotlib are imported only when a subcommand runs, so ``--help`` is quick.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import numpy as np
+import pandas as pd
+
+if TYPE_CHECKING:  # pragma: no cover
+    from darts import TimeSeries
+
+    from .darts import ReinPatchModel
+
+__all__ = ["main", "build_parser", "CLIError"]
+
+PROG = "reinpatch-forecast"
+
+# Lightning's INFO banner and tips, and warnings raised by darts' own data loaders, say nothing
+# about the user's data; the progress bar stays.
+_NOISY_LOGGERS = ("pytorch_lightning", "lightning.pytorch", "lightning_fabric", "lightning",
+                  "darts")
+_BENIGN_WARNINGS = (
+    r".*LeafSpec.*is deprecated.*",
+    r"Total length of .* across ranks is zero.*",
+    r".*'pin_memory' argument is set as true but no accelerator is found.*",
+    r".*does not have many workers which may be a bottleneck.*",
+)
+
+
+class CLIError(Exception):
+    """A failure at run time with a message meant for the user (exit code 1)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line on stderr (exit code 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+# --------------------------------------------------------------------------------------------
+# Argument types
+# --------------------------------------------------------------------------------------------
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not value > 0 or not np.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def _columns(text: str) -> list[str]:
+    names = [name.strip() for name in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated column names such as 'OT' or 'HUFL,OT', got {text!r}"
+        )
+    if len(set(names)) != len(names):
+        raise argparse.ArgumentTypeError(f"a column is named twice in {text!r}")
+    return names
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers
+# --------------------------------------------------------------------------------------------
+
+
+def _one_line(error: BaseException) -> str:
+    """An exception's message on one line."""
+    text = " ".join(str(error).split())
+    if isinstance(error, KeyError):
+        return f"missing key {text}"
+    return text or type(error).__name__
+
+
+@contextmanager
+def _quiet_lightning() -> Iterator[None]:
+    """Silence Lightning's banner and darts' / Lightning's benign warnings for one command."""
+    loggers = [logging.getLogger(name) for name in _NOISY_LOGGERS]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(max(logger.level, logging.ERROR))
+    try:
+        with warnings.catch_warnings():
+            for message in _BENIGN_WARNINGS:
+                warnings.filterwarnings("ignore", message=message)
+            yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
+
+
+def _trainer_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "accelerator": getattr(args, "accelerator", "cpu"),
+        "enable_progress_bar": not args.quiet,
+        "enable_model_summary": False,
+        "logger": False,
+    }
+
+
+def _read_series(path_text: str, date_column: str, targets: Sequence[str] | None,
+                 freq: str | None) -> "TimeSeries":
+    """Read a CSV file into a float32 darts ``TimeSeries`` of the ``targets`` columns.
+
+    ``targets=None`` takes every column except the date column.
+    """
+    from darts import TimeSeries
+
+    path = Path(path_text)
+    if not path.exists():
+        raise CLIError(f"no such file: {path_text}")
+    if path.is_dir():
+        raise CLIError(f"{path_text} is a folder, not a CSV file")
+    try:
+        frame = pd.read_csv(path)
+    except pd.errors.EmptyDataError:
+        raise CLIError(f"{path_text} is empty") from None
+    except (pd.errors.ParserError, UnicodeDecodeError, OSError) as error:
+        raise CLIError(f"cannot read {path_text} as CSV: {_one_line(error)}") from None
+    columns = [str(c) for c in frame.columns]
+    if date_column not in frame.columns:
+        raise CLIError(
+            f"{path_text} has no date column {date_column!r} (columns: {', '.join(columns)}); "
+            "name it with --date-column"
+        )
+    if targets is None:
+        targets = [c for c in columns if c != date_column]
+        if not targets:
+            raise CLIError(f"{path_text} has no column besides the date column {date_column!r}")
+    missing = [t for t in targets if t not in frame.columns]
+    if missing:
+        raise CLIError(
+            f"column(s) {', '.join(map(repr, missing))} not in {path_text} "
+            f"(columns: {', '.join(columns)})"
+        )
+    if len(frame) == 0:
+        raise CLIError(f"{path_text} has a header but no rows")
+    try:
+        dates = pd.DatetimeIndex(pd.to_datetime(frame[date_column]))
+    except (ValueError, TypeError) as error:
+        raise CLIError(
+            f"cannot parse the dates in column {date_column!r} of {path_text}: {_one_line(error)}"
+        ) from None
+    if dates.hasnans:
+        raise CLIError(f"column {date_column!r} of {path_text} has empty dates")
+    if not dates.is_monotonic_increasing or dates.has_duplicates:
+        raise CLIError(f"the dates in {path_text} must be strictly increasing")
+    non_numeric = [t for t in targets if not pd.api.types.is_numeric_dtype(frame[t])
+                   or pd.api.types.is_bool_dtype(frame[t])]
+    if non_numeric:
+        raise CLIError(f"column(s) {', '.join(map(repr, non_numeric))} of {path_text} are not "
+                       "numeric")
+    values = frame[list(targets)].to_numpy(dtype=np.float32)  # (T, C)
+    if not np.isfinite(values).all():
+        bad = int((~np.isfinite(values)).sum())
+        raise CLIError(f"{path_text} has {bad} empty or non-finite value(s) in the target columns")
+    try:
+        return TimeSeries.from_times_and_values(dates, values, columns=list(targets), freq=freq)
+    except ValueError as error:
+        hint = "" if freq else " (if the dates are irregular, give their frequency with --freq)"
+        raise CLIError(f"cannot make a time series of {path_text}: {_one_line(error)}{hint}") \
+            from None
+
+
+def _load_model(path_text: str, args: argparse.Namespace) -> "ReinPatchModel":
+    """Load a model saved by ``fit`` (darts ``ReinPatchModel.save``)."""
+    from .darts import ReinPatchModel
+
+    path = Path(path_text)
+    if not path.is_file():
+        raise CLIError(f"no such file: {path_text}")
+    try:
+        with _quiet_lightning():
+            model = ReinPatchModel.load(str(path), pl_trainer_kwargs=_trainer_kwargs(args),
+                                        map_location="cpu")
+    except Exception as error:  # darts and torch raise many types for a bad file
+        raise CLIError(
+            f"cannot load a ReinPatchModel from {path_text}: it is not a model saved by "
+            f"'{PROG} fit' or it is damaged ({type(error).__name__}: {_one_line(error)})"
+        ) from None
+    if not isinstance(model, ReinPatchModel):
+        raise CLIError(f"{path_text} holds a {type(model).__name__}, not a ReinPatchModel")
+    if model.model is None:
+        raise CLIError(f"{path_text} has no trained weights: {path_text}.ckpt is missing")
+    return model
+
+
+def _model_targets(model: "ReinPatchModel", args: argparse.Namespace) -> list[str]:
+    """The columns a saved model forecasts: ``--target``, else its training columns."""
+    if getattr(args, "target", None):
+        return list(args.target)
+    series = model.training_series
+    if series is None:
+        raise CLIError("the model does not record its training columns: name them with --target")
+    return [str(c) for c in series.components]
+
+
+def _check_length(series: "TimeSeries", needed: int, path_text: str, what: str) -> None:
+    if len(series) < needed:
+        raise CLIError(f"the series in {path_text} has {len(series)} rows; {what} needs at "
+                       f"least {needed}")
+
+
+def _output_path(path_text: str) -> Path:
+    """Check an output file name early (before any training); folders are made on writing."""
+    path = Path(path_text)
+    if path.is_dir():
+        raise CLIError(f"{path_text} is a folder; give a file name")
+    return path
+
+
+def _make_parent(path: Path) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise CLIError(f"cannot create the folder of {path}: {_one_line(error)}") from None
+
+
+def _save_figure(figure, path: Path) -> None:
+    _make_parent(path)
+    try:
+        figure.savefig(path, dpi=110)
+    except (OSError, ValueError) as error:
+        raise CLIError(f"cannot write {path}: {_one_line(error)}") from None
+
+
+# --------------------------------------------------------------------------------------------
+# Subcommands
+# --------------------------------------------------------------------------------------------
+
+
+@contextmanager
+def _recording_demo_models() -> Iterator[list]:
+    """Record the models ``demo.run_demo`` builds (it returns only their metrics)."""
+    from . import demo
+
+    created: list = []
+    original = demo.ReinPatchModel
+
+    def record(*args, **kwargs):
+        model = original(*args, **kwargs)
+        created.append(model)
+        return model
+
+    demo.ReinPatchModel = record
+    try:
+        yield created
+    finally:
+        demo.ReinPatchModel = original
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from darts import TimeSeries
+
+    from .datasets import load_bundled_etth1, prepare_ltsf
+    from .demo import run_demo
+    from .plotting import plot_boundary_statistics, plot_forecast, plot_segmentation
+
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise CLIError(f"--out {args.out} is a file; give a folder")
+    out.mkdir(parents=True, exist_ok=True)
+
+    with _quiet_lightning(), _recording_demo_models() as created:
+        results = run_demo(args.lookback, args.horizon, args.epochs, args.max_windows,
+                           args.seed, verbose=not args.quiet)
+    print(f"\nETTh1, lookback {args.lookback}, horizon {args.horizon}: validation split, "
+          "every horizon-th window, scaled data")
+    print(f"{'model':<22}{'MSE':>8}{'MAE':>8}{'time (s)':>10}")
+    for r in results:
+        print(f"{r.model:<22}{r.mse:>8.4f}{r.mae:>8.4f}{r.seconds:>10.1f}")
+
+    learned = next(m for m in created if m.network_params["patcher"] == "learned")
+    splits = prepare_ltsf(load_bundled_etth1(), "ETTh", args.lookback, args.horizon)
+    val = TimeSeries.from_times_and_values(
+        splits.dates["val"], splits.val, columns=list(splits.columns), freq="h"
+    )
+    context, actual = val[:-args.horizon], val[-args.horizon:]
+    with _quiet_lightning():
+        forecast = learned.predict(args.horizon, series=context, verbose=False)
+        last = learned.patch_boundaries(context)
+        cutoffs = np.unique(np.linspace(args.lookback, len(val), 64).astype(int))
+        windows = learned.patch_boundaries([val[:int(t)] for t in cutoffs])
+
+    paths = {
+        "forecast": out / "forecast.png",
+        "segmentation": out / "segmentation.png",
+        "boundary statistics": out / "boundary_statistics.png",
+    }
+    _save_figure(plot_forecast(context, forecast, actual=actual, max_history=args.lookback,
+                               title="ReinPatch (learned patcher) on the last ETTh1 validation "
+                                     "window (scaled)"), paths["forecast"])
+    _save_figure(plot_segmentation(last, title="Learned patches of the last ETTh1 validation "
+                                               "input window (scaled)"), paths["segmentation"])
+    _save_figure(plot_boundary_statistics(
+        windows, title=f"Learned boundaries over {len(windows)} ETTh1 validation windows x "
+                       f"{val.width} channels"), paths["boundary statistics"])
+    print()
+    for name, path in paths.items():
+        print(f"wrote {name}: {path}")
+    return 0
+
+
+def _cmd_fit(args: argparse.Namespace) -> int:
+    from .darts import ReinPatchModel
+
+    series = _read_series(args.csv, args.date_column, args.target, args.freq)
+    _check_length(series, args.lookback + args.horizon, args.csv,
+                  f"fit with --lookback {args.lookback} and --horizon {args.horizon}")
+    out = _output_path(args.out)
+    model = ReinPatchModel(
+        input_chunk_length=args.lookback,
+        output_chunk_length=args.horizon,
+        compression_rate=args.compression_rate,
+        patcher=args.patcher,
+        group_size=args.group_size,
+        d_model=args.d_model,
+        n_heads=args.n_heads,
+        n_layers=args.n_layers,
+        batch_size=args.batch_size,
+        n_epochs=args.epochs,
+        optimizer_kwargs={"lr": args.learning_rate},
+        random_state=args.seed,
+        pl_trainer_kwargs=_trainer_kwargs(args),
+    )
+    began = time.perf_counter()
+    with _quiet_lightning():
+        model.fit(series, verbose=not args.quiet)
+    seconds = time.perf_counter() - began
+    _make_parent(out)
+    try:
+        model.save(str(out))
+    except OSError as error:
+        raise CLIError(f"cannot write the model to {args.out}: {_one_line(error)}") from None
+    n_patches = model.model.network.config.n_patches
+    print(f"trained on {len(series)} rows x {series.width} column(s) "
+          f"({', '.join(series.components)}) in {seconds:.1f} s: {args.patcher} patcher, "
+          f"{n_patches} patches per window of {args.lookback}")
+    print(f"saved the model to {out} (and {out}.ckpt)")
+    return 0
+
+
+def _cmd_predict(args: argparse.Namespace) -> int:
+    from .plotting import plot_forecast
+
+    model = _load_model(args.model, args)
+    targets = _model_targets(model, args)
+    series = _read_series(args.csv, args.date_column, targets, args.freq)
+    _check_length(series, model.input_chunk_length, args.csv,
+                  f"the model (lookback {model.input_chunk_length})")
+    n = args.n if args.n is not None else model.output_chunk_length
+    out = _output_path(args.out)
+    with _quiet_lightning():
+        forecast = model.predict(n, series=series, verbose=False)
+    frame = pd.DataFrame(forecast.values(copy=False), columns=list(forecast.components))
+    frame.insert(0, args.date_column, forecast.time_index)
+    _make_parent(out)
+    try:
+        frame.to_csv(out, index=False)
+    except OSError as error:
+        raise CLIError(f"cannot write {args.out}: {_one_line(error)}") from None
+    print(f"wrote {n} forecast step(s) of {', '.join(targets)} from "
+          f"{forecast.start_time()} to {forecast.end_time()}: {out}")
+    if args.plot:
+        plot_path = _output_path(args.plot)
+        _save_figure(plot_forecast(series, forecast, max_history=4 * model.input_chunk_length),
+                     plot_path)
+        print(f"wrote the forecast plot: {plot_path}")
+    return 0
+
+
+def _cmd_segment(args: argparse.Namespace) -> int:
+    from .plotting import plot_segmentation
+
+    model = _load_model(args.model, args)
+    targets = _model_targets(model, args)
+    series = _read_series(args.csv, args.date_column, targets, args.freq)
+    _check_length(series, model.input_chunk_length, args.csv,
+                  f"the model (lookback {model.input_chunk_length})")
+    out = _output_path(args.out)
+    with _quiet_lightning():
+        boundaries = model.patch_boundaries(series)
+    _save_figure(plot_segmentation(boundaries), out)
+    for name, row in zip(boundaries.components, boundaries.starts):
+        print(f"{name}: patches start at {row.tolist()}")
+    print(f"wrote the segmentation plot of the last {model.input_chunk_length} rows: {out}")
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# Parser and entry point
+# --------------------------------------------------------------------------------------------
+
+
+def _add_csv_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--date-column", default="date", metavar="NAME",
+                        help="the CSV column with the dates (default: %(default)s)")
+    parser.add_argument("--freq", default=None, metavar="FREQ",
+                        help="pandas frequency of the dates, such as 'h' or 'D' (default: "
+                             "inferred from the dates)")
+
+
+def _add_quiet(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``reinpatch-forecast`` (one subparser per subcommand)."""
+    parser = _Parser(
+        prog=PROG,
+        description="ReinPatch forecasting (learned variable-size patches + a Transformer) "
+                    "from the command line.",
+        epilog=f"Run '{PROG} COMMAND --help' for the options of a command.",
+    )
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    demo = commands.add_parser(
+        "demo", help="ReinPatch vs uniform patches vs seasonal naive on ETTh1, with figures",
+        description="Train ReinPatch (learned patcher) and the same network with uniform "
+                    "patches on the ETTh1 training split shipped with the package, print MSE "
+                    "and MAE on the validation split against a seasonal naive baseline, and "
+                    "write forecast.png, segmentation.png and boundary_statistics.png to --out.",
+    )
+    demo.add_argument("--out", default="reinpatch-demo", metavar="DIR",
+                      help="folder for the figures (default: %(default)s)")
+    demo.add_argument("--lookback", type=_positive_int, default=96, metavar="L",
+                      help="lookback window (default: %(default)s)")
+    demo.add_argument("--horizon", type=_positive_int, default=24, metavar="H",
+                      help="forecast horizon (default: %(default)s)")
+    demo.add_argument("--epochs", type=_positive_int, default=4,
+                      help="training epochs (default: %(default)s)")
+    demo.add_argument("--max-windows", type=_positive_int, default=2048, metavar="N",
+                      help="most recent training windows used per epoch (default: %(default)s)")
+    demo.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
+    _add_quiet(demo)
+    demo.set_defaults(handler=_cmd_demo)
+
+    fit = commands.add_parser(
+        "fit", help="train a model on columns of a CSV file and save it",
+        description="Train a ReinPatchModel on the --target columns of a CSV file (every "
+                    "column is patched as its own series; values are cast to float32) and "
+                    "save it with darts' save: MODEL and MODEL.ckpt.",
+        epilog=f"example: {PROG} fit --csv data.csv --target OT --lookback 96 --horizon 24 "
+               "--out model.pt",
+    )
+    fit.add_argument("--csv", required=True, metavar="FILE", help="training data (CSV)")
+    fit.add_argument("--target", required=True, type=_columns, metavar="COLS",
+                     help="comma-separated columns to forecast, such as 'OT' or 'HUFL,OT'")
+    fit.add_argument("--lookback", required=True, type=_positive_int, metavar="L",
+                     help="input window length")
+    fit.add_argument("--horizon", required=True, type=_positive_int, metavar="H",
+                     help="steps forecast in one pass")
+    fit.add_argument("--out", required=True, metavar="MODEL", help="file to save the model to")
+    fit.add_argument("--epochs", type=_positive_int, default=10,
+                     help="training epochs (default: %(default)s)")
+    fit.add_argument("--compression-rate", type=_positive_float, default=8.0, metavar="R",
+                     help="average patch length: ceil(L / R) patches per window "
+                          "(default: %(default)s)")
+    fit.add_argument("--patcher", default="learned", metavar="NAME_OR_FILE",
+                     help="learned, uniform, random, volatility, or the file of a saved "
+                          "foundation patcher (default: %(default)s)")
+    fit.add_argument("--group-size", type=_positive_int, default=8, metavar="G",
+                     help="patchings drawn per series in a training step (default: "
+                          "%(default)s)")
+    fit.add_argument("--d-model", type=_positive_int, default=64, metavar="D",
+                     help="Transformer width (default: %(default)s)")
+    fit.add_argument("--n-heads", type=_positive_int, default=4,
+                     help="attention heads (default: %(default)s)")
+    fit.add_argument("--n-layers", type=_positive_int, default=2,
+                     help="Transformer layers (default: %(default)s)")
+    fit.add_argument("--batch-size", type=_positive_int, default=32,
+                     help="training windows per batch (default: %(default)s)")
+    fit.add_argument("--learning-rate", type=_positive_float, default=1e-3, metavar="LR",
+                     help="learning rate of the backbone (default: %(default)s)")
+    fit.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
+    fit.add_argument("--accelerator", default="cpu",
+                     help="Lightning accelerator: cpu, gpu, auto, ... (default: %(default)s)")
+    _add_csv_options(fit)
+    _add_quiet(fit)
+    fit.set_defaults(handler=_cmd_fit)
+
+    predict = commands.add_parser(
+        "predict", help="forecast after the end of a CSV file with a saved model",
+        description="Forecast the --n steps after the last row of a CSV file with a model "
+                    "saved by 'fit' and write them as a CSV file: the date column and one "
+                    "column per target.",
+        epilog=f"example: {PROG} predict --model model.pt --csv data.csv --out forecast.csv",
+    )
+    predict.add_argument("--model", required=True, metavar="MODEL", help="a model saved by fit")
+    predict.add_argument("--csv", required=True, metavar="FILE",
+                         help="the history to forecast from (CSV, at least L rows)")
+    predict.add_argument("--out", required=True, metavar="FILE", help="forecast CSV to write")
+    predict.add_argument("--n", type=_positive_int, default=None,
+                         help="steps to forecast (default: the model's horizon)")
+    predict.add_argument("--target", type=_columns, default=None, metavar="COLS",
+                         help="columns to forecast (default: the model's training columns)")
+    predict.add_argument("--plot", default=None, metavar="PNG",
+                         help="also write a plot of the history and the forecast")
+    _add_csv_options(predict)
+    _add_quiet(predict)
+    predict.set_defaults(handler=_cmd_predict, accelerator="cpu")
+
+    segment = commands.add_parser(
+        "segment", help="plot the patches of the last window of a CSV file",
+        description="Plot where the saved model's patcher cuts the last L rows of a CSV file "
+                    "(one panel per target column) and print the patch starts.",
+        epilog=f"example: {PROG} segment --model model.pt --csv data.csv --out patches.png",
+    )
+    segment.add_argument("--model", required=True, metavar="MODEL", help="a model saved by fit")
+    segment.add_argument("--csv", required=True, metavar="FILE",
+                         help="the series (CSV, at least L rows)")
+    segment.add_argument("--out", required=True, metavar="PNG", help="plot to write")
+    segment.add_argument("--target", type=_columns, default=None, metavar="COLS",
+                         help="columns to segment (default: the model's training columns)")
+    _add_csv_options(segment)
+    _add_quiet(segment)
+    segment.set_defaults(handler=_cmd_segment, accelerator="cpu")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``reinpatch-forecast``; returns the exit code.
+
+    Parameters
+    ----------
+    argv
+        The arguments after the program name; default ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        0 on success, 2 for bad arguments, 1 for a failure at run time (with one line on
+        stderr saying what went wrong), 130 when interrupted.
+    """
+    from .validation import TrainingDivergedError
+
+    parser = build_parser()
+    try:
+        args = parser.parse_args(None if argv is None else list(argv))
+    except SystemExit as exit_:  # --help, --version and usage errors
+        return exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 2)
+    handler: Callable[[argparse.Namespace], int] = args.handler
+    try:
+        return int(handler(args) or 0)
+    except CLIError as error:
+        message = _one_line(error)
+    except (FileNotFoundError, ValueError, KeyError, pd.errors.ParserError,
+            pd.errors.EmptyDataError, UnicodeDecodeError, OSError,
+            TrainingDivergedError) as error:
+        message = _one_line(error)
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    print(f"{PROG} {args.command}: error: {message}", file=sys.stderr)
+    return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
