@@ -14,6 +14,8 @@ Q : parameters per step (``likelihood.num_parameters``, 1 without a likelihood)
 from __future__ import annotations
 
 import os
+import signal
+import threading
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -35,6 +37,12 @@ from darts.utils.serialization import add_safe_globals
 from ..foundation import load_patcher, patcher_from_state, patcher_state
 from ..nn import PATCHER_NAMES, LearnedPatcher, ReinPatchConfig, ReinPatchNetwork
 from ..nn.segments import patch_lengths
+from ..validation import (
+    TrainingDivergedError,
+    check_darts_series,
+    check_saved_file,
+    load_error,
+)
 from .rewards import elementwise_loss
 
 __all__ = ["ReinPatchModel", "PatchBoundaries"]
@@ -107,7 +115,27 @@ class _ReinPatchModule(PLForecastingModule):
         }
         self.log_dict(diagnostics, batch_size=size, on_step=False, on_epoch=True, sync_dist=True)
         self._update_metrics(output, trained_target, self.train_metrics)
-        return backbone_loss + policy.loss
+        loss = backbone_loss + policy.loss
+        if not torch.isfinite(loss):  # one scalar check (a host sync) per step
+            raise TrainingDivergedError(
+                self._divergence_message(backbone_loss, policy.loss, batch_idx)
+            )
+        return loss
+
+    def _divergence_message(
+        self, backbone_loss: torch.Tensor, policy_loss: torch.Tensor, batch_idx: int
+    ) -> str:
+        lr = self.optimizer_kwargs.get("lr", 1e-3)
+        return (
+            f"Training diverged: the loss is not finite at epoch {self.current_epoch}, step "
+            f"{self.global_step} (batch {batch_idx} of the epoch): backbone loss "
+            f"{backbone_loss.item():.4g}, policy loss {policy_loss.item():.4g}. Try a lower "
+            f"learning rate (optimizer_kwargs={{'lr': {lr / 10:g}}}; now {lr:g}), gradient "
+            "clipping (pl_trainer_kwargs={'gradient_clip_val': 1.0}), or rescaling series with "
+            "extreme values. With save_checkpoints=True, the checkpoints written before this "
+            "step are intact: ReinPatchModel.load_from_checkpoint(model_name, work_dir=..., "
+            "best=False) restores the last one."
+        )
 
     def configure_optimizers(self):
         """darts' optimizer and scheduler, with the patcher in its own parameter group."""
@@ -385,18 +413,187 @@ class ReinPatchModel(PastCovariatesTorchModel):
         """Train the model; see darts' ``TorchForecastingModel.fit``.
 
         Series are cast to float32 (the network's precision). Past covariates are rejected.
+
+        Raises
+        ------
+        ValueError
+            If a series is shorter than ``input_chunk_length + output_chunk_length``, or has
+            NaN, infinite or too large (> 1e18) values.
+        TrainingDivergedError
+            (a ``RuntimeError``) If the loss becomes NaN or infinite; the message gives the
+            step and what to try.
+        KeyboardInterrupt
+            On Ctrl+C: training stops, and the model keeps the weights of its last step.
         """
         self._reject_past_covariates(past_covariates, val_past_covariates)
-        super().fit(
-            _as_float32(series), None, future_covariates, _as_float32(val_series), None,
-            *args, **kwargs,
-        )
+        length = self.input_chunk_length + self.output_chunk_length + self.output_chunk_shift
+        shift = self.output_chunk_shift
+        shift = f" + output_chunk_shift={shift}" if shift else ""
+        for name, value in (("series", series), ("val_series", val_series)):
+            check_darts_series(
+                value, name, length,
+                f"a training window (input_chunk_length={self.input_chunk_length} + "
+                f"output_chunk_length={self.output_chunk_length}{shift})",
+                fix="Pass a longer series, or use a smaller input_chunk_length or "
+                "output_chunk_length.",
+            )
+        sigint_handler = signal.getsignal(signal.SIGINT)
+        try:
+            super().fit(
+                _as_float32(series), None, future_covariates, _as_float32(val_series), None,
+                *args, **kwargs,
+            )
+        except SystemExit as error:
+            # Lightning answers Ctrl+C (KeyboardInterrupt) by stopping training, ignoring SIGINT
+            # and calling sys.exit(1); turn that back into a KeyboardInterrupt that keeps the
+            # session (and a notebook kernel) alive, with the model usable.
+            if not isinstance(error.__context__, KeyboardInterrupt):
+                raise
+            raise KeyboardInterrupt(self._interrupted_message()) from None
+        finally:
+            if (
+                sigint_handler is not None
+                and threading.current_thread() is threading.main_thread()
+                and signal.getsignal(signal.SIGINT) is not sigint_handler
+            ):
+                signal.signal(signal.SIGINT, sigint_handler)
         return self
 
+    def _interrupted_message(self) -> str:
+        epoch = self.trainer.current_epoch if self.trainer is not None else "?"
+        message = (
+            f"Training of {self.model_name!r} was interrupted in epoch {epoch}. The model keeps "
+            "the weights of its last training step: it can predict and save, and fit() "
+            "continues training."
+        )
+        if self.save_checkpoints:
+            message += (
+                " The checkpoints written so far are in "
+                f"{os.path.join(self.work_dir, self.model_name, 'checkpoints')}: "
+                f"ReinPatchModel.load_from_checkpoint({self.model_name!r}, "
+                f"work_dir={self.work_dir!r}, best=False) restores the last one."
+            )
+        return message
+
+    def _train(self, trainer, model, *args, **kwargs) -> None:
+        # Attach the module and trainer before training (darts does it after), so that a model
+        # whose first fit is interrupted keeps its weights, can predict and can be saved.
+        self.model, self.trainer = model, trainer
+        super()._train(trainer, model, *args, **kwargs)
+
     def predict(self, n: int, series=None, past_covariates=None, *args, **kwargs):
-        """Forecast ``n`` steps; see darts' ``TorchForecastingModel.predict``."""
+        """Forecast ``n`` steps; see darts' ``TorchForecastingModel.predict``.
+
+        A model whose ``pl_trainer_kwargs`` train on several devices (DDP) predicts on one
+        device (the one of this process), so that every process gets every forecast; pass
+        ``trainer`` to choose another.
+        """
         self._reject_past_covariates(past_covariates)
+        if not self._fit_called or self.model is None:
+            raise ValueError(
+                "This ReinPatchModel is not trained yet: call fit() before predict(), or load "
+                "a trained model with ReinPatchModel.load(path), load_weights(path) or "
+                "ReinPatchModel.load_from_checkpoint(model_name)."
+            )
+        check_darts_series(
+            series, "series", self.input_chunk_length,
+            f"a forecast (input_chunk_length={self.input_chunk_length})",
+            tail=self.input_chunk_length,
+            fix="Pass a longer series, or a model with a smaller input_chunk_length.",
+        )
         return super().predict(n, _as_float32(series), None, *args, **kwargs)
+
+    # Lightning splits the series of a prediction among the processes of a distributed (DDP)
+    # trainer, so each process would get only part of the forecasts, or fail with fewer series
+    # than processes. Prediction therefore builds a single-device trainer (a given one is kept).
+    _predicting = False
+
+    def _setup_for_predict(self, *args, **kwargs):
+        self._predicting = True
+        try:
+            return super()._setup_for_predict(*args, **kwargs)
+        finally:
+            vars(self).pop("_predicting", None)
+
+    def _setup_trainer(self, trainer, model, verbose=None, epochs=0):
+        built = super()._setup_trainer(trainer, model, verbose, epochs)
+        if trainer is not None or not self._predicting:
+            return built
+        if built.world_size <= 1 and built.num_devices <= 1:
+            return built
+        root = built.strategy.root_device
+        params = self.trainer_params
+        self.trainer_params = {
+            **params,
+            "devices": [root.index or 0] if root.type == "cuda" else 1,
+            "strategy": "auto",
+            "num_nodes": 1,
+        }
+        try:
+            return super()._setup_trainer(None, model, verbose, epochs)
+        finally:
+            self.trainer_params = params
+
+    # -- persistence ------------------------------------------------------------------------
+    @classmethod
+    def load(cls, path: str, pl_trainer_kwargs: dict | None = None, trusted: bool = False,
+             **kwargs) -> "ReinPatchModel":
+        """Load a model saved with :meth:`save`; see darts' ``TorchForecastingModel.load``.
+
+        Pass ``map_location="cpu"`` to load on a CPU a model saved on a GPU.
+
+        Raises
+        ------
+        FileNotFoundError
+            If ``path`` does not exist.
+        ValueError
+            If ``path`` or its checkpoint ``path + ".ckpt"`` is truncated or corrupted (the
+            message names the file), or is not a saved ``ReinPatchModel``.
+        RuntimeError
+            If the model was saved on a GPU and is loaded without ``map_location="cpu"`` on a
+            machine without one.
+        """
+        path = os.fspath(path)
+        cls._check_saved_files(path)
+        try:
+            model = super().load(path, pl_trainer_kwargs=pl_trainer_kwargs, trusted=trusted,
+                                 **kwargs)
+        except FileNotFoundError:
+            raise
+        except Exception as error:
+            if type(error).__module__.startswith("darts") or isinstance(error, ValueError):
+                raise  # darts' own errors (e.g. an unregistered class) say what to do
+            raise load_error(path, error) from error
+        if not isinstance(model, ReinPatchModel):
+            raise ValueError(
+                f"{path!r} holds a {type(model).__name__}, not a ReinPatchModel: load it with "
+                f"{type(model).__name__}.load."
+            )
+        return model
+
+    def load_weights(self, path: str, *args, **kwargs) -> None:
+        """Load the weights of a model saved with :meth:`save`; see darts' ``load_weights``.
+
+        Raises the errors of :meth:`load` for a missing, truncated or corrupted file.
+        """
+        path = os.fspath(path)
+        self._check_saved_files(path)
+        try:
+            super().load_weights(path, *args, **kwargs)
+        except FileNotFoundError:
+            raise
+        except Exception as error:
+            if type(error).__module__.startswith("darts") or isinstance(error, ValueError):
+                raise  # darts' checks (e.g. parameters that do not match) are clear
+            raise load_error(path, error) from error
+
+    @staticmethod
+    def _check_saved_files(path: str) -> None:
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"No saved model at {path!r}.")
+        check_saved_file(path, "saved model")
+        if os.path.exists(path + ".ckpt"):
+            check_saved_file(path + ".ckpt", "checkpoint of the saved model")
 
     def patch_boundaries(
         self, series: TimeSeries | Sequence[TimeSeries] | None = None

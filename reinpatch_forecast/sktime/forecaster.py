@@ -28,6 +28,8 @@ import numpy as np
 import pandas as pd
 from sktime.forecasting.base import BaseForecaster, ForecastingHorizon
 
+from ..validation import check_finite_values, explain_non_numeric_y
+
 _LIKELIHOODS = (None, "quantile", "gaussian")
 
 # Trainer settings that keep fit/predict silent; ``pl_trainer_kwargs`` is applied on top.
@@ -411,7 +413,11 @@ class ReinPatchForecaster(BaseForecaster):
         return series
 
     def _check_data(self, instances, min_length: int, purpose: str) -> None:
-        """Raise a ValueError if a series is too short or has missing values."""
+        """Raise a ValueError if a series is too short, or has missing or infinite values.
+
+        For ``"forecasting"`` only the last ``input_chunk_length`` steps (the window the
+        network reads) must be finite.
+        """
         for key, frame in instances:
             name = f"The series {key!r}" if key else "The series"
             if frame.isna().to_numpy().any():
@@ -426,6 +432,12 @@ class ReinPatchForecaster(BaseForecaster):
                     f"{min_length}. Pass a longer series, or use a smaller input_chunk_length "
                     f"(now {self.input_chunk_length}) or a shorter forecasting horizon."
                 )
+            window, where = frame, name
+            if purpose == "forecasting":
+                window = frame.iloc[-self.input_chunk_length:]
+                where = (f"The last {self.input_chunk_length} steps of {name[0].lower()}"
+                         f"{name[1:]} (the window the forecast reads)")
+            check_finite_values(window.to_numpy(dtype=np.float64), where, window.index)
 
     @staticmethod
     def _steps_and_index(fh: ForecastingHorizon, frame: pd.DataFrame):
@@ -450,6 +462,35 @@ class ReinPatchForecaster(BaseForecaster):
                 "steps at or before the end of a series. Use steps 1, 2, ... after the cutoff."
             )
         return int(steps.max())
+
+    # -- public entry points: say which columns of y are not numeric, and what to do --------
+    def fit(self, y, X=None, fh=None):
+        try:
+            return super().fit(y, X=X, fh=fh)
+        except TypeError as error:
+            if (explained := explain_non_numeric_y(error, y)) is None:
+                raise
+            raise explained from error
+
+    def update(self, y, X=None, update_params=True):
+        try:
+            return super().update(y, X=X, update_params=update_params)
+        except TypeError as error:
+            if (explained := explain_non_numeric_y(error, y)) is None:
+                raise
+            raise explained from error
+
+    def pretrain(self, y, X=None, fh=None):
+        try:
+            return super().pretrain(y, X=X, fh=fh)
+        except TypeError as error:
+            if (explained := explain_non_numeric_y(error, y)) is None:
+                raise
+            raise explained from error
+
+    fit.__doc__ = BaseForecaster.fit.__doc__
+    update.__doc__ = BaseForecaster.update.__doc__
+    pretrain.__doc__ = BaseForecaster.pretrain.__doc__
 
     # -- fit / predict -------------------------------------------------------------------------
     def _fit(self, y: pd.DataFrame, X: pd.DataFrame | None = None, fh=None):

@@ -1,0 +1,130 @@
+"""Shared fixtures of the reliability suite (issue #8): tiny quiet models, one torch thread.
+
+Every model here is tiny (lookback 12, horizon 3, ``d_model`` 8, one layer, one or two epochs)
+and trains in about a second on one CPU thread.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from darts import TimeSeries
+
+from reinpatch_forecast import ReinPatchForecaster, ReinPatchModel
+
+HERE = Path(__file__).parent
+SCRIPTS = HERE / "scripts"
+
+QUIET_TRAINER = {
+    "accelerator": "cpu",
+    "enable_progress_bar": False,
+    "enable_model_summary": False,
+    "logger": False,
+}
+
+TINY_DARTS = dict(
+    input_chunk_length=12, output_chunk_length=3, compression_rate=3, group_size=2,
+    d_model=8, n_heads=1, n_layers=1, dropout=0.0, resample_points=4, batch_size=16,
+    n_epochs=1, random_state=0,
+)
+
+TINY_SKTIME = dict(
+    input_chunk_length=12, compression_rate=3, group_size=2, d_model=8, n_heads=1,
+    n_layers=1, dropout=0.0, resample_points=4, batch_size=16, n_epochs=1, random_state=0,
+)
+
+
+def sine_values(length: int = 60, scale: float = 1.0, offset: float = 0.0,
+                seed: int = 0) -> np.ndarray:
+    """A noisy sine wave of ``length`` steps, ``offset + scale * (sin + noise)``."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(length)
+    return offset + scale * (np.sin(2 * np.pi * t / 12) + 0.1 * rng.standard_normal(length))
+
+
+def darts_series(values, start=pd.Timestamp("2020-01-01"), freq="h") -> TimeSeries:
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim == 1:
+        values = values[:, None]
+    index = pd.date_range(start, periods=len(values), freq=freq)
+    return TimeSeries.from_times_and_values(index, values, columns=[
+        f"c{i}" for i in range(values.shape[1])
+    ])
+
+
+def sktime_series(values, name: str = "y") -> pd.Series:
+    return pd.Series(np.asarray(values, dtype=np.float64), name=name,
+                     index=pd.period_range("2000-01", periods=len(values), freq="M"))
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """One intra-op thread: the tiny networks gain nothing from more, and the machine is busy."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def make_model(tmp_path):
+    """Factory of tiny ReinPatchModels writing into a temporary work dir."""
+
+    def factory(**overrides) -> ReinPatchModel:
+        params = dict(TINY_DARTS, work_dir=str(tmp_path), pl_trainer_kwargs=dict(QUIET_TRAINER))
+        params.update(overrides)
+        return ReinPatchModel(**params)
+
+    return factory
+
+
+@pytest.fixture
+def make_forecaster():
+    """Factory of tiny seeded ReinPatchForecasters."""
+
+    def factory(**overrides) -> ReinPatchForecaster:
+        return ReinPatchForecaster(**{**TINY_SKTIME, **overrides})
+
+    return factory
+
+
+def run_script(name: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run ``scripts/<name>`` in a fresh Python process (this interpreter); fail with its output."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONHASHSEED="0")
+    result = subprocess.run(
+        [sys.executable, str(SCRIPTS / name), *args], capture_output=True, text=True,
+        timeout=timeout, env=env, cwd=str(HERE),
+    )
+    if result.returncode != 0:
+        raise AssertionError(
+            f"{name} {' '.join(args)} exited with {result.returncode}\n"
+            f"--- stdout ---\n{result.stdout[-4000:]}\n--- stderr ---\n{result.stderr[-4000:]}"
+        )
+    return result
+
+
+def pytest_collection_modifyitems(config, items):
+    """Ignore sktime's construction notice and Lightning's CPU data-loader notices (not ours)."""
+    ignored = [
+        "ignore:The default of config ``remember_data``:FutureWarning",
+        # Lightning / darts data-loader notices on a CPU-only machine, not about our models
+        "ignore:.*LeafSpec.*is deprecated",
+        "ignore:Total length of .* across ranks is zero",
+        "ignore:.*'pin_memory' argument is set as true but no accelerator is found",
+        "ignore:.*does not have many workers which may be a bottleneck",
+        "ignore:.*have no logger configured",
+        # darts' checkpointing monitors val_loss, absent when a test trains without val_series
+        "ignore:.*could not find the monitored key in the returned metrics",
+        "ignore:Checkpoint directory .* exists and is not empty",
+    ]
+    for item in items:
+        if HERE in Path(item.path).parents:
+            for message in ignored:
+                item.add_marker(pytest.mark.filterwarnings(message))

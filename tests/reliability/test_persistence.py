@@ -1,0 +1,127 @@
+"""Persistence gives identical forecasts (issue #8, item 3).
+
+darts ``save``/``load``, ``load_weights`` and ``load_from_checkpoint`` (each also with
+``map_location="cpu"``, how a model saved on a GPU is loaded on a CPU), sktime ``pickle``,
+``save``/``load`` (in memory and on disk), and foundation patcher files.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+import torch
+from conftest import darts_series, sine_values, sktime_series
+from darts.utils.likelihood_models.torch import QuantileRegression
+from sktime.base import load as sktime_load
+
+from reinpatch_forecast import ReinPatchModel
+from reinpatch_forecast.foundation import load_patcher, save_patcher
+
+
+@pytest.fixture(scope="module")
+def series():
+    return darts_series(sine_values(72))
+
+
+def _forecasts(model, series, **kwargs) -> dict[str, np.ndarray]:
+    """A forecast past the horizon; seeded samples and the parameters when probabilistic."""
+    out = {"point": model.predict(5, series=series, random_state=1, **kwargs).all_values()}
+    if model.likelihood is not None:
+        out["samples"] = model.predict(3, series=series, num_samples=8, random_state=3,
+                                       **kwargs).all_values()
+        out["parameters"] = model.predict(3, series=series, predict_likelihood_parameters=True,
+                                          **kwargs).all_values()
+    return out
+
+
+def _assert_same(actual: dict, expected: dict, name: str = "") -> None:
+    assert actual.keys() == expected.keys()
+    for key in expected:
+        np.testing.assert_array_equal(actual[key], expected[key], err_msg=f"{name}: {key}")
+
+
+@pytest.mark.parametrize("likelihood", [None, "quantile"])
+def test_darts_save_load_weights_and_checkpoints_identical(make_model, series, tmp_path,
+                                                           likelihood):
+    extra = {} if likelihood is None else {"likelihood": QuantileRegression([0.1, 0.5, 0.9])}
+    model = make_model(patcher="learned", n_epochs=2, save_checkpoints=True,
+                       model_name=f"persist_{likelihood}", force_reset=True, **extra)
+    model.fit(series)
+    expected = _forecasts(model, series)
+    path = str(tmp_path / "model.pt")
+    model.save(path)
+
+    loaded = {
+        "load": ReinPatchModel.load(path),
+        "load_cpu": ReinPatchModel.load(path, map_location="cpu"),
+        "load_device": ReinPatchModel.load(path, map_location=torch.device("cpu")),
+        "from_checkpoint": ReinPatchModel.load_from_checkpoint(
+            model.model_name, work_dir=model.work_dir, best=False, map_location="cpu"),
+    }
+    for name in ("load_weights", "load_weights_cpu"):
+        fresh = make_model(patcher="learned", n_epochs=2, **extra)
+        kwargs = {"map_location": "cpu"} if name.endswith("cpu") else {}
+        fresh.load_weights(path, **kwargs)
+        loaded[name] = fresh
+    for name, other in loaded.items():
+        assert next(other.model.parameters()).device.type == "cpu", name
+        _assert_same(_forecasts(other, series), expected, name)
+
+    # and a reloaded model saves again to the same forecasts
+    again = str(tmp_path / "again.pt")
+    loaded["load"].save(again)
+    _assert_same(_forecasts(ReinPatchModel.load(again), series), expected)
+
+
+def test_patch_boundaries_survive_save_load(make_model, series, tmp_path):
+    model = make_model(patcher="learned").fit(series)
+    path = str(tmp_path / "model.pt")
+    model.save(path)
+    np.testing.assert_array_equal(ReinPatchModel.load(path).patch_boundaries(series).starts,
+                                  model.patch_boundaries(series).starts)
+
+
+@pytest.mark.parametrize("likelihood", [None, "quantile"])
+def test_sktime_pickle_and_save_load_identical(make_forecaster, tmp_path, likelihood):
+    extra = {} if likelihood is None else {"likelihood": "quantile", "quantiles": (0.1, 0.9),
+                                           "num_samples": 16}
+    y = sktime_series(sine_values(60))
+    forecaster = make_forecaster(patcher="learned", **extra).fit(y, fh=[1, 2, 3])
+
+    def forecasts(f):
+        out = {"point": f.predict().to_numpy()}
+        if likelihood is not None:
+            out["quantiles"] = f.predict_quantiles(alpha=[0.1, 0.9]).to_numpy()
+        return out
+
+    expected = forecasts(forecaster)
+    copies = {
+        "pickle": pickle.loads(pickle.dumps(forecaster)),
+        "save_in_memory": sktime_load(forecaster.save()),
+    }
+    forecaster.save(str(tmp_path / "forecaster"))
+    copies["save_to_disk"] = sktime_load(str(tmp_path / "forecaster"))
+    for name, copy in copies.items():
+        _assert_same(forecasts(copy), expected, name)
+    # a reloaded forecaster keeps working: update then predict, like the original
+    new = sktime_series(sine_values(63))[-3:]
+    np.testing.assert_array_equal(
+        copies["save_to_disk"].update(new, update_params=False).predict().to_numpy(),
+        forecaster.update(new, update_params=False).predict().to_numpy(),
+    )
+
+
+def test_foundation_patcher_roundtrip(make_model, series, tmp_path):
+    trained = make_model(patcher="learned").fit(series)
+    patcher = trained.model.network.patcher
+    path = tmp_path / "patcher.pt"
+    save_patcher(patcher, path)
+    restored = load_patcher(path)
+    for key, value in patcher.state_dict().items():
+        torch.testing.assert_close(restored.state_dict()[key], value, rtol=0, atol=0)
+    # used frozen in a new model, from the path: same boundaries on the same window
+    reuse = make_model(patcher=str(path), model_name="reuse").fit(series)
+    np.testing.assert_array_equal(reuse.patch_boundaries(series).starts,
+                                  trained.patch_boundaries(series).starts)

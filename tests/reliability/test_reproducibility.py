@@ -1,0 +1,26 @@
+"""Same ``random_state`` => bit-identical forecasts across fresh processes (issue #8, item 2)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import run_script
+
+
+def _results() -> dict:
+    result = run_script("reproduce_forecasts.py")
+    line = next(line for line in result.stdout.splitlines() if line.startswith("RESULT "))
+    return json.loads(line[len("RESULT "):])
+
+
+@pytest.mark.slow
+def test_same_seed_bit_identical_across_processes():
+    first, second = _results(), _results()
+    assert first.keys() == second.keys() == {
+        "learned", "learned_boundaries", "quantile_samples", "quantile_parameters",
+        "sktime_point", "sktime_quantiles",
+    }
+    for case in first:
+        assert first[case] == second[case], f"{case} differs between two fresh processes"
+    assert first["quantile_samples"]["shape"] == [3, 1, 16]
