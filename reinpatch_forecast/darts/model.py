@@ -350,9 +350,12 @@ class ReinPatchModel(PastCovariatesTorchModel):
             param_kinds = ("location", "softplus_scale")
         else:
             param_kinds = ("location",) * nr_params
+        # darts sorts the quantile levels; the outputs are kept in the same increasing order.
+        quantile_levels = getattr(self.likelihood, "quantiles", None)
         config = ReinPatchConfig(
             **self.network_params, n_channels=n_channels, nr_params=nr_params,
             param_kinds=param_kinds,
+            monotone_params=quantile_levels is not None,
         )
         module = _ReinPatchModule(
             network_config=config.to_dict(),

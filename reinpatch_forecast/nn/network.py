@@ -67,6 +67,9 @@ class ReinPatchConfig:
         ``Q``: values per forecast step.
     param_kinds
         One entry of :data:`PARAM_KINDS` per forecast parameter; default all ``"location"``.
+    monotone_params
+        Sort the ``Q`` parameters of every step in increasing order (quantile outputs: no
+        quantile crossing, whatever the training state).
     d_model, n_heads, n_layers, ff_multiplier, dropout, resample_points
         Backbone sizes (see :class:`~reinpatch_forecast.nn.backbone.BackboneConfig`).
     use_local_mean, use_resampled, use_position, local_activation
@@ -91,6 +94,7 @@ class ReinPatchConfig:
     scale_rewards: str = "group"
     nr_params: int = 1
     param_kinds: tuple[str, ...] | None = None
+    monotone_params: bool = False
     d_model: int = 64
     n_heads: int = 4
     n_layers: int = 2
@@ -320,6 +324,8 @@ class ReinPatchNetwork(nn.Module):
         group = starts.shape[1]
         out = self.backbone(backbone_input, starts, local)  # (R*G, H, Q)
         out = self._denormalise(out, stats)  # (R*G, H, Q)
+        if self.config.monotone_params:
+            out = torch.sort(out, dim=-1).values  # (R*G, H, Q)
         out = out.reshape(batch, channels, group, *out.shape[1:])  # (B, C, G, H, Q)
         return out.permute(0, 2, 3, 1, 4)  # (B, G, H, C, Q)
 

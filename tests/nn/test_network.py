@@ -396,3 +396,15 @@ def test_backbone_draws_loss_uses_the_trained_draws_and_rewards_use_all():
 def test_backbone_draws_out_of_range(draws):
     with pytest.raises(ValueError, match="backbone_draws must be between 1 and group_size=8"):
         config(group_size=8, backbone_draws=draws)
+
+
+def test_monotone_params_never_cross():
+    """With monotone_params the Q outputs of every step come out in increasing order."""
+    net = network(nr_params=5, monotone_params=True)
+    x, _ = data()
+    out = net(x)  # (B, H, C, Q)
+    assert (out.diff(dim=-1) >= 0).all()
+    rollout = net.rollout(x)
+    assert (rollout.prediction.diff(dim=-1) >= 0).all()
+    unsorted = network(nr_params=5)(x)
+    assert (unsorted.diff(dim=-1) < 0).any()  # an untrained head does cross: sorting matters
