@@ -27,7 +27,6 @@ import argparse
 import logging
 import sys
 import time
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -35,6 +34,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 import pandas as pd
+
+from ._lightning import quiet_lightning
 
 if TYPE_CHECKING:  # pragma: no cover
     from darts import TimeSeries
@@ -44,17 +45,6 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["main", "build_parser", "CLIError"]
 
 PROG = "reinpatch-forecast"
-
-# Lightning's INFO banner and tips, and warnings raised by darts' own data loaders, say nothing
-# about the user's data; the progress bar stays.
-_NOISY_LOGGERS = ("pytorch_lightning", "lightning.pytorch", "lightning_fabric", "lightning",
-                  "darts")
-_BENIGN_WARNINGS = (
-    r".*LeafSpec.*is deprecated.*",
-    r"Total length of .* across ranks is zero.*",
-    r".*'pin_memory' argument is set as true but no accelerator is found.*",
-    r".*does not have many workers which may be a bottleneck.*",
-)
 
 
 class CLIError(Exception):
@@ -117,21 +107,9 @@ def _one_line(error: BaseException) -> str:
     return text or type(error).__name__
 
 
-@contextmanager
-def _quiet_lightning() -> Iterator[None]:
-    """Silence Lightning's banner and darts' / Lightning's benign warnings for one command."""
-    loggers = [logging.getLogger(name) for name in _NOISY_LOGGERS]
-    levels = [logger.level for logger in loggers]
-    for logger in loggers:
-        logger.setLevel(max(logger.level, logging.ERROR))
-    try:
-        with warnings.catch_warnings():
-            for message in _BENIGN_WARNINGS:
-                warnings.filterwarnings("ignore", message=message)
-            yield
-    finally:
-        for logger, level in zip(loggers, levels):
-            logger.setLevel(level)
+def _quiet_lightning():
+    """Lightning and darts loggers at ERROR, benign warnings hidden, for one command."""
+    return quiet_lightning(logging.ERROR, extra_loggers=("darts",))
 
 
 def _trainer_kwargs(args: argparse.Namespace) -> dict[str, Any]:

@@ -18,16 +18,14 @@ __author__ = ["reinpatch_forecast developers"]
 __all__ = ["ReinPatchForecaster"]
 
 import copy
-import logging
-import warnings
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from sktime.forecasting.base import BaseForecaster, ForecastingHorizon
 
+from .._lightning import quiet_lightning
 from ..validation import check_finite_values, explain_non_numeric_y
 
 _LIKELIHOODS = (None, "quantile", "gaussian")
@@ -39,33 +37,6 @@ _QUIET_TRAINER_KWARGS = {
     "enable_model_summary": False,
     "logger": False,
 }
-
-# Lightning messages that say nothing about the user's model: the accelerator banner and tips
-# (INFO logs), and warnings triggered by darts' own data loaders.
-_LIGHTNING_LOGGERS = ("pytorch_lightning", "lightning.pytorch", "lightning_fabric", "lightning")
-_BENIGN_WARNINGS = (
-    r".*LeafSpec.*is deprecated.*",
-    r"Total length of .* across ranks is zero.*",
-    r".*'pin_memory' argument is set as true but no accelerator is found.*",
-    r".*does not have many workers which may be a bottleneck.*",
-)
-
-
-@contextmanager
-def _quiet_lightning() -> Iterator[None]:
-    """Silence Lightning's INFO banner and known benign warnings for the duration of a call."""
-    loggers = [logging.getLogger(name) for name in _LIGHTNING_LOGGERS]
-    levels = [logger.level for logger in loggers]
-    for logger in loggers:
-        logger.setLevel(max(logger.level, logging.WARNING))
-    try:
-        with warnings.catch_warnings():
-            for message in _BENIGN_WARNINGS:
-                warnings.filterwarnings("ignore", message=message)
-            yield
-    finally:
-        for logger, level in zip(loggers, levels):
-            logger.setLevel(level)
 
 
 class _TrainedModel:
@@ -384,7 +355,7 @@ class ReinPatchForecaster(BaseForecaster):
     @staticmethod
     def _train(model, series: list) -> None:
         """Train (or continue training) ``model`` on a list of univariate darts series."""
-        with _quiet_lightning():
+        with quiet_lightning():
             model.fit(series, verbose=False)
 
     # -- data conversion ----------------------------------------------------------------------
@@ -577,7 +548,7 @@ class ReinPatchForecaster(BaseForecaster):
     def _darts_predict(self, n: int, frames: list[pd.DataFrame], **kwargs) -> list:
         model = self.model_.model
         series = self._to_darts(frames, tail=self.input_chunk_length)
-        with _quiet_lightning():
+        with quiet_lightning():
             return model.predict(n, series=series, verbose=False, **kwargs)
 
     def _assemble(self, plans, blocks: list[np.ndarray], columns) -> pd.DataFrame:

@@ -1,0 +1,41 @@
+"""Silence Lightning's start-up banner and known benign warnings around a call."""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+__all__ = ["quiet_lightning"]
+
+_LIGHTNING_LOGGERS = ("pytorch_lightning", "lightning.pytorch", "lightning_fabric", "lightning")
+
+# Warnings that darts' own data loaders trigger and that say nothing about the user's model.
+_BENIGN_WARNINGS = (
+    r".*LeafSpec.*is deprecated.*",
+    r"Total length of .* across ranks is zero.*",
+    r".*'pin_memory' argument is set as true but no accelerator is found.*",
+    r".*does not have many workers which may be a bottleneck.*",
+)
+
+
+@contextmanager
+def quiet_lightning(level: int = logging.WARNING,
+                    extra_loggers: tuple[str, ...] = ()) -> Iterator[None]:
+    """Raise Lightning's loggers (and ``extra_loggers``) to ``level`` and ignore benign warnings.
+
+    Everything is restored on exit; warnings that are not on the benign list still show.
+    """
+    loggers = [logging.getLogger(name) for name in _LIGHTNING_LOGGERS + extra_loggers]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(max(logger.level, level))
+    try:
+        with warnings.catch_warnings():
+            for message in _BENIGN_WARNINGS:
+                warnings.filterwarnings("ignore", message=message)
+            yield
+    finally:
+        for logger, saved in zip(loggers, levels):
+            logger.setLevel(saved)
