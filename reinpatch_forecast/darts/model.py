@@ -13,6 +13,7 @@ Q : parameters per step (``likelihood.num_parameters``, 1 without a likelihood)
 
 from __future__ import annotations
 
+import copyreg
 import os
 import signal
 import threading
@@ -31,6 +32,7 @@ from darts.utils.data.torch_datasets.utils import (
     TorchTrainingBatch,
     TorchTrainingSample,
 )
+from darts.utils.likelihood_models.base import LikelihoodType
 from darts.utils.likelihood_models.torch import GaussianLikelihood
 from darts.utils.serialization import add_safe_globals
 
@@ -649,3 +651,13 @@ class ReinPatchModel(PastCovariatesTorchModel):
 
 
 add_safe_globals([ReinPatchModel, _ReinPatchModule, PatchBoundaries])
+
+
+def _likelihood_type_by_value(member: LikelihoodType):
+    return LikelihoodType, (member.value,)
+
+
+# Some Python 3.11 releases pickle enum members as getattr(cls, name); darts' safe loader refuses
+# getattr by design, so a saved model with a likelihood would not load there. Pickling the
+# member by value (the usual form) loads everywhere.
+copyreg.pickle(LikelihoodType, _likelihood_type_by_value)

@@ -15,7 +15,7 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 import torch
-from conftest import QUIET_TRAINER, TINY_DARTS, darts_series, sine_values
+from reliability_support import QUIET_TRAINER, TINY_DARTS, darts_series, sine_values
 
 from reinpatch_forecast import ReinPatchModel
 from reinpatch_forecast.foundation import load_patcher, save_patcher

@@ -8,7 +8,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import TINY_SKTIME, sine_values, sktime_series
+from reliability_support import TINY_SKTIME, sine_values, sktime_series
 from sktime.exceptions import NotFittedError
 
 from reinpatch_forecast import ReinPatchForecaster

@@ -11,7 +11,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import run_script
+from reliability_support import run_script
 
 
 @pytest.mark.slow

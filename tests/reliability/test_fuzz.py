@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import QUIET_TRAINER, TINY_DARTS, darts_series
+from reliability_support import QUIET_TRAINER, TINY_DARTS, darts_series
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

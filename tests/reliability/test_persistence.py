@@ -12,7 +12,7 @@ import pickle
 import numpy as np
 import pytest
 import torch
-from conftest import darts_series, sine_values, sktime_series
+from reliability_support import darts_series, sine_values, sktime_series
 from darts.utils.likelihood_models.torch import QuantileRegression
 from sktime.base import load as sktime_load
 

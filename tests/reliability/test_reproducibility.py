@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import run_script
+from reliability_support import run_script
 
 
 def _results() -> dict:

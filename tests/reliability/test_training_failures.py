@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import pytorch_lightning as pl
 import torch
-from conftest import QUIET_TRAINER, darts_series, sine_values
+from reliability_support import QUIET_TRAINER, darts_series, sine_values
 from darts.utils.serialization import add_safe_globals
 
 from reinpatch_forecast import ReinPatchModel
