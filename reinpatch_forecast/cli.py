@@ -363,14 +363,20 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_predict(args: argparse.Namespace) -> int:
-    from .plotting import plot_forecast
-
+def _model_and_series(args: argparse.Namespace):
+    """The saved model, its target columns and the CSV's series, long enough for the model."""
     model = _load_model(args.model, args)
     targets = _model_targets(model, args)
     series = _read_series(args.csv, args.date_column, targets, args.freq)
     _check_length(series, model.input_chunk_length, args.csv,
                   f"the model (lookback {model.input_chunk_length})")
+    return model, targets, series
+
+
+def _cmd_predict(args: argparse.Namespace) -> int:
+    from .plotting import plot_forecast
+
+    model, targets, series = _model_and_series(args)
     n = args.n if args.n is not None else model.output_chunk_length
     out = _output_path(args.out)
     with _quiet_lightning():
@@ -395,11 +401,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
 def _cmd_segment(args: argparse.Namespace) -> int:
     from .plotting import plot_segmentation
 
-    model = _load_model(args.model, args)
-    targets = _model_targets(model, args)
-    series = _read_series(args.csv, args.date_column, targets, args.freq)
-    _check_length(series, model.input_chunk_length, args.csv,
-                  f"the model (lookback {model.input_chunk_length})")
+    model, targets, series = _model_and_series(args)
     out = _output_path(args.out)
     with _quiet_lightning():
         boundaries = model.patch_boundaries(series)
