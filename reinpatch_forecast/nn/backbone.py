@@ -1,11 +1,17 @@
 """The backbone: tokens from variable-size patches, a Transformer encoder and a flatten head.
 
+With two levels (``BackboneConfig.n_coarse_patches`` set), the encoder runs on the ``N1`` fine
+tokens, the fine tokens are pooled by segment mean into ``N2`` coarse tokens (one per coarse
+patch, a run of whole fine patches), a second encoder of ``n_layers`` layers runs on those, and
+the head reads both token sets.
+
 Shape legend
 ------------
 R : rows (series, channels folded into the batch)
 G : patchings per row (a GRPG group; 1 at prediction)
 L : lookback length
-N : patches (tokens) per patching
+N : patches (tokens) per patching (``N1``, the fine tokens, with two levels)
+N2 : coarse (level-2) tokens per patching
 P : points each patch is resampled to
 d : model width
 H : forecast horizon
@@ -21,7 +27,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .segments import patch_lengths, resample_patches, segment_mean
+from .segments import (
+    coarse_token_starts,
+    patch_lengths,
+    pool_tokens,
+    resample_patches,
+    segment_mean,
+)
 
 __all__ = ["BackboneConfig", "PatchTokeniser", "EncoderLayer", "Backbone", "group_dropout"]
 
@@ -53,6 +65,9 @@ class BackboneConfig:
     local_activation
         Apply a nonlinearity in the local encoder before the patch mean. Without it the mean
         token is a linear map of the patch's plain mean (used by the synthetic tests).
+    n_coarse_patches
+        ``N2`` for two-level patching (``1 <= N2 <= N``), ``None`` for one level. It adds a
+        coarse encoder of ``n_layers`` layers and widens the head to ``(N + N2) * d``.
     """
 
     input_length: int
@@ -69,6 +84,7 @@ class BackboneConfig:
     use_resampled: bool = True
     use_position: bool = True
     local_activation: bool = True
+    n_coarse_patches: int | None = None
 
     def __post_init__(self) -> None:
         if not (self.use_local_mean or self.use_resampled or self.use_position):
@@ -85,6 +101,16 @@ class BackboneConfig:
                      "n_heads", "n_layers", "resample_points", "ff_multiplier"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}.")
+        if self.n_coarse_patches is not None and not 1 <= self.n_coarse_patches <= self.n_patches:
+            raise ValueError(
+                f"n_coarse_patches must be None (one level) or between 1 and "
+                f"n_patches={self.n_patches}, got {self.n_coarse_patches}."
+            )
+
+    @property
+    def levels(self) -> int:
+        """1, or 2 when ``n_coarse_patches`` is set."""
+        return 1 if self.n_coarse_patches is None else 2
 
 
 def sinusoidal_features(positions: Tensor, n_frequencies: int, max_period: float) -> Tensor:
@@ -118,6 +144,20 @@ class PatchTokeniser(nn.Module):
             self.resampled_proj = nn.Linear(config.resample_points, d)
         if config.use_position:
             self.position_proj = nn.Linear(4 * self.n_frequencies, d)
+
+    def position_features(self, starts: Tensor, length: int) -> Tensor:
+        """Fixed features of every patch's distance from the window's end and its length.
+
+        ``(..., N, 4F)`` float32 from ``starts`` ``(..., N)``.
+        """
+        lengths = patch_lengths(starts, length)  # (..., N)
+        return torch.cat(
+            [
+                sinusoidal_features(length - starts, self.n_frequencies, 4.0 * length),
+                sinusoidal_features(lengths, self.n_frequencies, 4.0 * length),
+            ],
+            dim=-1,
+        )  # (..., N, 4F)
 
     def local_features(self, x: Tensor) -> Tensor:
         """Per-position features ``(R, L, d)`` of a normalised series ``x`` ``(R, L)``."""
@@ -154,14 +194,7 @@ class PatchTokeniser(nn.Module):
             values = resample_patches(x, starts, self.config.resample_points)  # (R, G, N, P)
             tokens = tokens + self.resampled_proj(values)  # (R, G, N, d)
         if self.config.use_position:
-            lengths = patch_lengths(starts, length)  # (R, G, N)
-            position = torch.cat(
-                [
-                    sinusoidal_features(length - starts, self.n_frequencies, 4.0 * length),
-                    sinusoidal_features(lengths, self.n_frequencies, 4.0 * length),
-                ],
-                dim=-1,
-            )  # (R, G, N, 4F)
+            position = self.position_features(starts, length)  # (R, G, N, 4F)
             tokens = tokens + self.position_proj(position.to(x.dtype))  # (R, G, N, d)
         return tokens.reshape(rows * group, n_patches, self.config.d_model)  # (R*G, N, d)
 
@@ -220,7 +253,14 @@ class EncoderLayer(nn.Module):
 
 
 class Backbone(nn.Module):
-    """Pre-norm Transformer encoder over the ``N`` tokens and a flatten head ``N*d -> H*Q``."""
+    """Pre-norm Transformer encoder over the ``N`` tokens and a flatten head ``N*d -> H*Q``.
+
+    With ``config.n_coarse_patches`` set (two levels) it also holds ``coarse_layers`` (as many
+    as ``layers``), ``coarse_norm``, a projection of the coarse patches' position features
+    (``coarse_position_proj``, when ``use_position``), and the head reads
+    ``(N + N2) * d`` features: the fine tokens after ``layers`` and the coarse tokens after
+    ``coarse_layers``. A single-level backbone has exactly the parameters it always had.
+    """
 
     def __init__(self, config: BackboneConfig) -> None:
         super().__init__()
@@ -232,11 +272,42 @@ class Backbone(nn.Module):
             for _ in range(config.n_layers)
         )
         self.final_norm = nn.LayerNorm(config.d_model)
-        self.head = nn.Linear(
-            config.n_patches * config.d_model, config.output_length * config.nr_params
-        )
+        n_tokens = config.n_patches
+        if config.n_coarse_patches is not None:
+            # Created before the head and only at two levels, so a single-level backbone
+            # draws the same initial weights as ever.
+            self.coarse_layers = nn.ModuleList(
+                EncoderLayer(config.d_model, config.n_heads,
+                             config.ff_multiplier * config.d_model, config.dropout)
+                for _ in range(config.n_layers)
+            )
+            self.coarse_norm = nn.LayerNorm(config.d_model)
+            if config.use_position:
+                # A mean of fine tokens blurs where the coarse patch lies and how long it is;
+                # its own position features say it again.
+                self.coarse_position_proj = nn.Linear(
+                    4 * PatchTokeniser.n_frequencies, config.d_model
+                )
+            n_tokens += config.n_coarse_patches
+        self.head = nn.Linear(n_tokens * config.d_model, config.output_length * config.nr_params)
 
-    def forward(self, x: Tensor, starts: Tensor, local: Tensor | None = None) -> Tensor:
+    def _coarse_tokens(self, fine: Tensor, x: Tensor, starts: Tensor,
+                       coarse_starts: Tensor) -> Tensor:
+        """Coarse tokens ``(R*G, N2, d)``: segment means of the encoded fine tokens.
+
+        ``fine`` is ``(R*G, N1, d)``, ``starts`` ``(R, G, N1)``, ``coarse_starts``
+        ``(R, G, N2)``.
+        """
+        rows, group, n_coarse = coarse_starts.shape
+        token_starts = coarse_token_starts(starts, coarse_starts)  # (R, G, N2) in [0, N1)
+        h = pool_tokens(fine, token_starts.reshape(rows * group, n_coarse))  # (R*G, N2, d)
+        if self.config.use_position:
+            position = self.tokeniser.position_features(coarse_starts, x.shape[-1])  # (R,G,N2,4F)
+            h = h + self.coarse_position_proj(position.to(h.dtype)).reshape(h.shape)
+        return h  # (R*G, N2, d)
+
+    def forward(self, x: Tensor, starts: Tensor, local: Tensor | None = None,
+                coarse_starts: Tensor | None = None) -> Tensor:
         """Normalised forecast of every patching.
 
         Parameters
@@ -247,6 +318,9 @@ class Backbone(nn.Module):
             ``(R, G, N)`` int64 sorted start positions.
         local
             ``(R, L, d)``: the tokeniser's local features of ``x`` if already computed.
+        coarse_starts
+            ``(R, G, N2)`` int64 sorted coarse starts, each one of ``starts`` (nested):
+            required with two levels, refused with one.
 
         Returns
         -------
@@ -254,10 +328,24 @@ class Backbone(nn.Module):
             ``(R*G, H, Q)``.
         """
         group = starts.shape[1]
+        two_levels = self.config.n_coarse_patches is not None
+        if two_levels != (coarse_starts is not None):
+            raise ValueError(
+                "This backbone has two levels (n_coarse_patches set): pass coarse_starts."
+                if two_levels else
+                "This backbone has one level (n_coarse_patches=None): coarse_starts must be None."
+            )
         h = self.tokeniser(x, starts, local)  # (R*G, N, d)
         for layer in self.layers:
             h = layer(h, group)  # (R*G, N, d)
         flat = self.final_norm(h).flatten(1)  # (R*G, N*d)
+        if two_levels:
+            # Pool the encoded (not the raw) fine tokens: each coarse token starts from what
+            # its fine tokens learnt in context.
+            coarse = self._coarse_tokens(h, x, starts, coarse_starts)  # (R*G, N2, d)
+            for layer in self.coarse_layers:
+                coarse = layer(coarse, group)  # (R*G, N2, d)
+            flat = torch.cat([flat, self.coarse_norm(coarse).flatten(1)], dim=1)  # (R*G, (N+N2)*d)
         flat = group_dropout(flat, self.config.dropout, group, self.training)
         out = self.head(flat)  # (R*G, H*Q)
         return out.reshape(-1, self.config.output_length, self.config.nr_params)  # (R*G, H, Q)

@@ -7,7 +7,8 @@ L : lookback length
 C : channels (each one a separate series: channel independence)
 R : rows, ``R = B * C``
 G : group size (patchings drawn per row in training)
-N : patches (tokens) per patching
+N : patches (tokens) per patching (the fine, level-1 patches ``N1`` with two levels)
+N2 : coarse (level-2) patches per patching
 H : forecast horizon
 Q : parameters per forecast step (``nr_params``)
 """
@@ -17,15 +18,18 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
+import math
+import numbers
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .backbone import Backbone, BackboneConfig
 from .grpg import SCALE_REWARDS, policy_loss
-from .patchers import PATCHER_NAMES, LearnedPatcher, Patcher, make_patcher
+from .patchers import PATCHER_NAMES, LearnedPatcher, Patcher, Patching, make_patcher
 from .revin import InstanceStats, RevIN
-from .segments import check_budget, patch_lengths, token_budget
+from .segments import check_budget, coarse_token_budget, patch_lengths, token_budget
 
 __all__ = ["ReinPatchConfig", "Rollout", "TrainingLosses", "ReinPatchNetwork", "PARAM_KINDS"]
 
@@ -49,7 +53,10 @@ class ReinPatchConfig:
     n_channels
         ``C`` (used only by the affine RevIN; the rest is channel independent).
     compression_rate
-        ``R``: the token budget is ``N = ceil(L / R)`` patches for every series.
+        ``R``: the token budget is ``N = ceil(L / R)`` patches for every series. With
+        ``levels=2``, a pair ``(R1, R2)``: ``N1 = ceil(L / R1)`` fine patches and
+        ``N2 = ceil(N1 / R2)`` coarse ones (``1 <= R2 <= N1``); e.g. ``(4, 4)`` on ``L = 96``
+        gives 24 fine and 6 coarse patches.
     patcher
         ``"learned"`` (ReinPatch), ``"uniform"``, ``"random"`` or ``"volatility"``.
     group_size
@@ -80,13 +87,15 @@ class ReinPatchConfig:
     revin, revin_affine
         Instance normalisation of every series, and its optional affine map.
     levels
-        Boundary levels; only 1 is implemented.
+        Boundary levels: 1, or 2 for a second, coarser set of starts nested in the first
+        (see :class:`~reinpatch_forecast.nn.patchers.LearnedPatcher` and
+        :class:`~reinpatch_forecast.nn.backbone.Backbone`); ``compression_rate`` is then a pair.
     """
 
     input_length: int
     output_length: int
     n_channels: int = 1
-    compression_rate: float = 8
+    compression_rate: float | tuple[float, float] = 8
     patcher: str = "learned"
     group_size: int = 8
     backbone_draws: int | None = None
@@ -115,7 +124,10 @@ class ReinPatchConfig:
     backbone: BackboneConfig = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        check_budget(self.input_length, self.compression_rate)
+        self._check_levels()
+        check_budget(self.input_length, self.fine_compression_rate)
+        if self.levels == 2:
+            coarse_token_budget(self.n_patches, self.compression_rate[1])  # R2 vs N1
         if self.input_length < 2:
             raise ValueError(
                 f"input_length must be >= 2 to place patch boundaries, got {self.input_length}."
@@ -152,10 +164,6 @@ class ReinPatchConfig:
                 f"param_kinds must hold nr_params={self.nr_params} entries from {PARAM_KINDS}, "
                 f"got {self.param_kinds}."
             )
-        if self.levels != 1:
-            raise NotImplementedError(
-                f"levels={self.levels}: only single-level patching (levels=1) is implemented."
-            )
         self.backbone = BackboneConfig(
             input_length=self.input_length,
             output_length=self.output_length,
@@ -171,12 +179,56 @@ class ReinPatchConfig:
             use_resampled=self.use_resampled,
             use_position=self.use_position,
             local_activation=self.local_activation,
+            n_coarse_patches=self.n_coarse_patches,
         )
+
+    def _check_levels(self) -> None:
+        """Check ``levels`` and the form of ``compression_rate``; store a pair as a tuple."""
+        if isinstance(self.levels, bool) or self.levels not in (1, 2):
+            raise ValueError(
+                f"levels must be 1 (one set of patch boundaries) or 2 (fine and coarse "
+                f"boundaries, nested), got {self.levels!r}."
+            )
+        rate = self.compression_rate
+        is_sequence = isinstance(rate, (tuple, list))
+        if self.levels == 1:
+            if is_sequence:
+                raise ValueError(
+                    f"compression_rate={rate!r} is a sequence but levels=1: pass one number "
+                    "(e.g. compression_rate=8), or levels=2 with a pair (R1, R2)."
+                )
+            return
+        if not is_sequence or len(rate) != 2:
+            raise ValueError(
+                f"levels=2 needs compression_rate=(R1, R2), a pair: N1 = ceil(L / R1) fine "
+                f"patches and N2 = ceil(N1 / R2) coarse ones, e.g. (4, 4); got {rate!r}."
+            )
+        for value in rate:
+            if (isinstance(value, bool) or not isinstance(value, numbers.Real)
+                    or not math.isfinite(value)):
+                raise ValueError(
+                    f"compression_rate=(R1, R2) must hold two finite numbers >= 1, got {rate!r}."
+                )
+        self.compression_rate = tuple(rate)
+
+    @property
+    def fine_compression_rate(self) -> float:
+        """``R`` (one level) or ``R1`` (two levels): steps per fine patch on average."""
+        if isinstance(self.compression_rate, tuple):
+            return self.compression_rate[0]
+        return self.compression_rate
 
     @property
     def n_patches(self) -> int:
-        """Token budget ``N = ceil(L / R)``."""
-        return token_budget(self.input_length, self.compression_rate)
+        """Token budget ``N = ceil(L / R)``; with two levels, the fine one ``N1 = ceil(L / R1)``."""
+        return token_budget(self.input_length, self.fine_compression_rate)
+
+    @property
+    def n_coarse_patches(self) -> int | None:
+        """Coarse budget ``N2 = ceil(N1 / R2)`` with two levels, ``None`` with one."""
+        if self.levels == 1:
+            return None
+        return coarse_token_budget(self.n_patches, self.compression_rate[1])
 
     def to_dict(self) -> dict:
         """The constructor arguments, as plain Python values."""
@@ -202,6 +254,10 @@ class Rollout:
     n_trained
         The first ``n_trained`` draws of every series carry gradients to the backbone; the
         others were forecast without gradients (rewards only).
+    coarse_starts
+        ``(B, G, C, N2)`` int64: the coarse starts of a two-level patching (a subset of
+        ``starts`` for every ``(b, g, c)``), ``None`` with one level. ``log_prob`` and
+        ``entropy`` then cover both levels.
     """
 
     prediction: Tensor
@@ -209,6 +265,7 @@ class Rollout:
     entropy: Tensor
     starts: Tensor
     n_trained: int
+    coarse_starts: Tensor | None = None
 
 
 @dataclass
@@ -253,15 +310,29 @@ class ReinPatchNetwork(nn.Module):
         The configuration.
     patcher
         A patcher to use instead of the one ``config.patcher`` names (e.g. a pretrained
-        :class:`~reinpatch_forecast.nn.patchers.LearnedPatcher`, frozen or not).
+        :class:`~reinpatch_forecast.nn.patchers.LearnedPatcher`, frozen or not). Its
+        ``levels`` must equal ``config.levels``.
+
+    Notes
+    -----
+    With ``config.levels == 2`` the patcher draws fine and coarse starts (nested), the backbone
+    reads both, :class:`Rollout` carries ``coarse_starts``, and :meth:`coarse_boundaries` gives
+    the deterministic coarse starts next to :meth:`boundaries` (the fine ones).
     """
 
     def __init__(self, config: ReinPatchConfig, patcher: Patcher | None = None) -> None:
         super().__init__()
         self.config = config
+        if patcher is not None and getattr(patcher, "levels", 1) != config.levels:
+            raise ValueError(
+                f"The patcher has levels={getattr(patcher, 'levels', 1)} but the configuration "
+                f"has levels={config.levels}: build the patcher with levels={config.levels} "
+                "(a levels=1 patcher draws no coarse starts)."
+            )
         if patcher is None:
             patcher = make_patcher(
                 config.patcher,
+                levels=config.levels,
                 **(
                     dict(
                         hidden_size=config.patcher_hidden_size,
@@ -319,10 +390,29 @@ class ReinPatchNetwork(nn.Module):
                 params.append(_inverse_softplus(spread))
         return torch.stack(params, dim=-1)  # (R*G, H, Q)
 
+    def _decode(self, patcher_input: Tensor) -> Patching:
+        """The patcher's deterministic patching, at one or two levels; ``G == 1``."""
+        if self.config.levels == 1:
+            # The historical call, so a custom single-level patcher needs no new argument.
+            return self.patcher.decode(patcher_input, self.config.n_patches)
+        return self.patcher.decode(patcher_input, self.config.n_patches,
+                                   n_coarse_patches=self.config.n_coarse_patches)
+
+    def _sample(self, patcher_input: Tensor, group: int) -> Patching:
+        """``group`` patchings drawn by the patcher, at one or two levels."""
+        if self.config.levels == 1:
+            return self.patcher.sample(patcher_input, self.config.n_patches, group)
+        return self.patcher.sample(patcher_input, self.config.n_patches, group,
+                                   n_coarse_patches=self.config.n_coarse_patches)
+
     def _forecast(self, backbone_input: Tensor, starts: Tensor, stats: InstanceStats | None,
-                  batch: int, channels: int, local: Tensor | None = None) -> Tensor:
+                  batch: int, channels: int, local: Tensor | None = None,
+                  coarse_starts: Tensor | None = None) -> Tensor:
         group = starts.shape[1]
-        out = self.backbone(backbone_input, starts, local)  # (R*G, H, Q)
+        if coarse_starts is None:
+            out = self.backbone(backbone_input, starts, local)  # (R*G, H, Q)
+        else:
+            out = self.backbone(backbone_input, starts, local, coarse_starts)  # (R*G, H, Q)
         out = self._denormalise(out, stats)  # (R*G, H, Q)
         if self.config.monotone_params:
             out = torch.sort(out, dim=-1).values  # (R*G, H, Q)
@@ -353,17 +443,38 @@ class ReinPatchNetwork(nn.Module):
         self._check_input(x)
         batch, _, channels = x.shape
         patcher_input, backbone_input, stats = self._normalise(x)
-        patching = self.patcher.decode(patcher_input, self.config.n_patches)  # starts (R, 1, N)
-        out = self._forecast(backbone_input, patching.starts, stats, batch, channels)
+        patching = self._decode(patcher_input)  # starts (R, 1, N)
+        out = self._forecast(backbone_input, patching.starts, stats, batch, channels,
+                             coarse_starts=patching.coarse_starts)
         return out[:, 0]  # (B, H, C, Q)
 
     def boundaries(self, x: Tensor) -> Tensor:
-        """Deterministic patch starts ``(B, C, N)`` int64 of every series of ``x`` ``(B, L, C)``."""
+        """Deterministic patch starts ``(B, C, N)`` int64 of every series of ``x`` ``(B, L, C)``.
+
+        With two levels these are the fine (level-1) starts; see :meth:`coarse_boundaries`.
+        """
         self._check_input(x)
         batch, _, channels = x.shape
         patcher_input, _, _ = self._normalise(x)
-        starts = self.patcher.decode(patcher_input, self.config.n_patches).starts  # (R, 1, N)
+        starts = self._decode(patcher_input).starts  # (R, 1, N)
         return starts[:, 0].reshape(batch, channels, -1)  # (B, C, N)
+
+    def coarse_boundaries(self, x: Tensor) -> Tensor:
+        """Deterministic coarse (level-2) starts ``(B, C, N2)`` int64 of ``x`` ``(B, L, C)``.
+
+        Each row is a subset of the same series' :meth:`boundaries` (the same decode, so the
+        two calls agree). Raises a ``ValueError`` with one level.
+        """
+        if self.config.levels == 1:
+            raise ValueError(
+                "coarse_boundaries needs a two-level network (levels=2); this one has levels=1. "
+                "Use boundaries(x) for its patch starts."
+            )
+        self._check_input(x)
+        batch, _, channels = x.shape
+        patcher_input, _, _ = self._normalise(x)
+        coarse = self._decode(patcher_input).coarse_starts  # (R, 1, N2)
+        return coarse[:, 0].reshape(batch, channels, -1)  # (B, C, N2)
 
     def rollout(self, x: Tensor, group_size: int | None = None) -> Rollout:
         """Forecasts of a group of sampled patchings of every series.
@@ -387,32 +498,41 @@ class ReinPatchNetwork(nn.Module):
         patcher_input, backbone_input, stats = self._normalise(x)
         if isinstance(self.patcher, LearnedPatcher) and not self.trains_patcher:
             # A frozen policy trains the backbone on the boundaries it will predict with.
-            patching = self.patcher.decode(patcher_input, self.config.n_patches)
+            patching = self._decode(patcher_input)
         else:
-            patching = self.patcher.sample(patcher_input, self.config.n_patches, group)
+            patching = self._sample(patcher_input, group)
         starts = patching.starts  # (R, G, N)
+        coarse = patching.coarse_starts  # (R, G, N2) or None
         group = starts.shape[1]
         n_trained = min(self.config.backbone_draws or group, group)
         if n_trained == group:
-            prediction = self._forecast(backbone_input, starts, stats, batch, channels)
+            prediction = self._forecast(backbone_input, starts, stats, batch, channels,
+                                        coarse_starts=coarse)
         else:
             # Local features are shared; only the first draws are trained, the rest are scored.
             local = None
             if self.config.use_local_mean:
                 local = self.backbone.tokeniser.local_features(backbone_input)  # (R, L, d)
-            trained = self._forecast(backbone_input, starts[:, :n_trained], stats, batch,
-                                     channels, local)  # (B, k, H, C, Q)
+            trained = self._forecast(
+                backbone_input, starts[:, :n_trained], stats, batch, channels, local,
+                coarse_starts=None if coarse is None else coarse[:, :n_trained],
+            )  # (B, k, H, C, Q)
             with torch.no_grad():
-                scored = self._forecast(backbone_input, starts[:, n_trained:], stats, batch,
-                                        channels, local)  # (B, G-k, H, C, Q)
+                scored = self._forecast(
+                    backbone_input, starts[:, n_trained:], stats, batch, channels, local,
+                    coarse_starts=None if coarse is None else coarse[:, n_trained:],
+                )  # (B, G-k, H, C, Q)
             prediction = torch.cat([trained, scored], dim=1)  # (B, G, H, C, Q)
         n_patches = starts.shape[-1]
+        if coarse is not None:
+            coarse = coarse.reshape(batch, channels, group, -1).transpose(1, 2)  # (B, G, C, N2)
         return Rollout(
             prediction=prediction,  # (B, G, H, C, Q)
             log_prob=patching.log_prob.reshape(batch, channels, group).transpose(1, 2),
             entropy=patching.entropy.reshape(batch, channels),
             starts=starts.reshape(batch, channels, group, n_patches).transpose(1, 2),
             n_trained=n_trained,
+            coarse_starts=coarse,
         )
 
     def policy_loss_from(self, rollout: Rollout, per_sample_loss: Tensor):

@@ -7,10 +7,21 @@ G : group size (patchings drawn per row)
 L : lookback length
 N : patches per row (the token budget); ``k = N - 1`` starts are chosen, position 0 always starts
 M : candidate start positions, ``M = L - 1`` (positions ``1 .. L-1``)
+N1, N2 : fine (level-1) and coarse (level-2) patches of a two-level patching, ``N2 <= N1``;
+    ``k1 = N1 - 1`` and ``k2 = N2 - 1`` starts are chosen at each level
 
 Every patcher maps a normalised series ``x`` ``(R, L)`` to a :class:`Patching`. Only
 :class:`LearnedPatcher` has parameters, and none of them depends on ``L``, on the number of
 channels or on the dataset, so one trained patcher serves any series.
+
+Hierarchy
+---------
+A patcher built with ``levels=2`` (``make_patcher(name, levels=2)``) also draws ``N2`` coarse
+starts per patching, passed as ``n_coarse_patches`` to :meth:`Patcher.sample` and
+:meth:`Patcher.decode`. The coarse starts are always chosen among the fine starts of the same
+draw, and position 0 starts a patch at both levels, so the levels are nested by construction:
+every coarse patch is a run of whole fine patches. A ``levels=1`` patcher behaves exactly as
+before and refuses ``n_coarse_patches``.
 """
 
 from __future__ import annotations
@@ -49,12 +60,18 @@ class Patching:
         ``(R, G)``: log-probability of each draw under the policy (zeros for fixed rules).
     entropy
         ``(R,)``: entropy of the policy's distribution over start positions (zeros for fixed
-        rules); the exploration bonus of GRPG and a diagnostic.
+        rules); the exploration bonus of GRPG and a diagnostic. With two levels, the sum of
+        both levels' entropies (see :class:`LearnedPatcher`).
+    coarse_starts
+        ``(R, G, N2)`` int64 or ``None``: the level-2 starts of a two-level patcher, sorted,
+        ``coarse_starts[..., 0] == 0`` and every one of them also in ``starts`` of the same
+        ``(row, draw)``; ``None`` for a single level. ``log_prob`` then covers both levels.
     """
 
     starts: Tensor
     log_prob: Tensor
     entropy: Tensor
+    coarse_starts: Tensor | None = None
 
     @property
     def group_size(self) -> int:
@@ -71,7 +88,9 @@ def plackett_luce_log_prob(logits: Tensor, order: Tensor) -> Tensor:
     Parameters
     ----------
     logits
-        ``(R, M)``.
+        ``(R, M)``: one candidate set shared by the ``G`` draws of a row; or ``(R, G, M)``: a
+        candidate set per draw (level 2 of a two-level patcher, whose candidates are the
+        level-1 starts of that draw).
     order
         ``(R, G, k)`` int64 indices into the last axis of ``logits``, distinct within a draw,
         in the order they were drawn.
@@ -84,11 +103,15 @@ def plackett_luce_log_prob(logits: Tensor, order: Tensor) -> Tensor:
     rows, group, k = order.shape
     if k == 0:
         return logits.new_zeros(rows, group)
-    chosen = logits.gather(1, order.reshape(rows, group * k)).reshape(rows, group, k)  # (R, G, k)
+    if logits.dim() == 3:
+        chosen = logits.gather(-1, order)  # (R, G, k)
+        never_drawn = logits.scatter(-1, order, -math.inf)  # (R, G, M)
+    else:
+        chosen = logits.gather(1, order.reshape(rows, group * k)).reshape(rows, group, k)
+        never_drawn = logits.unsqueeze(1).expand(rows, group, -1).scatter(-1, order, -math.inf)
     # The mass left before step i is the mass never drawn plus the mass of draws i..k-1. Both
     # are summed in log space: subtracting the drawn mass from the total instead loses all
     # precision in float32 once the policy is confident.
-    never_drawn = logits.unsqueeze(1).expand(rows, group, -1).scatter(-1, order, -math.inf)
     log_never_drawn = torch.logsumexp(never_drawn, dim=-1, keepdim=True)  # (R, G, 1)
     log_drawn_from_i = torch.logcumsumexp(chosen.flip(-1), dim=-1).flip(-1)  # (R, G, k)
     log_remaining = torch.logaddexp(log_never_drawn, log_drawn_from_i)  # (R, G, k)
@@ -104,20 +127,88 @@ def _sorted_starts(order: Tensor) -> Tensor:
     return F.pad(positions, (1, 0), value=0)  # (R, G, N)
 
 
+def _coarse_from_order(starts: Tensor, order: Tensor) -> Tensor:
+    """Coarse starts chosen among the nonzero fine starts of the same draw.
+
+    Parameters
+    ----------
+    starts
+        ``(R, G, N1)`` sorted fine starts, ``starts[..., 0] == 0``.
+    order
+        ``(R, G, k2)`` int64 indices into ``starts[..., 1:]`` (the level-2 candidates).
+
+    Returns
+    -------
+    Tensor
+        ``(R, G, N2)`` sorted, with 0 prepended: a subset of ``starts`` row by row.
+    """
+    chosen = starts[..., 1:].gather(-1, order)  # (R, G, k2)
+    return F.pad(torch.sort(chosen, dim=-1).values, (1, 0), value=0)  # (R, G, N2)
+
+
+def _gumbel(shape: tuple[int, ...], like: Tensor) -> Tensor:
+    """Standard Gumbel noise of ``shape`` with the dtype and device of ``like``."""
+    uniform = torch.rand(shape, device=like.device, dtype=like.dtype)
+    tiny = torch.finfo(like.dtype).tiny
+    return -torch.log(-torch.log(uniform.clamp(min=tiny, max=1.0 - 1e-7)))
+
+
+def _check_levels(levels: int) -> int:
+    if isinstance(levels, bool) or levels not in (1, 2):
+        raise ValueError(
+            f"levels must be 1 (one set of boundaries) or 2 (fine and coarse, nested), "
+            f"got {levels!r}."
+        )
+    return int(levels)
+
+
 class Patcher(nn.Module):
     """Interface of a patcher.
 
     Subclasses implement :meth:`sample` (``G`` patchings per row, used in training) and
     :meth:`decode` (one deterministic patching per row, used in validation and prediction).
+
+    ``levels`` is 1 (the class default) or 2; a two-level patcher fills
+    :attr:`Patching.coarse_starts` with ``n_coarse_patches`` starts nested in the fine ones.
     """
 
-    def sample(self, x: Tensor, n_patches: int, group_size: int) -> Patching:
-        """Draw ``group_size`` patchings of every row of ``x`` ``(R, L)`` into ``n_patches``."""
+    levels: int = 1
+
+    def sample(self, x: Tensor, n_patches: int, group_size: int,
+               n_coarse_patches: int | None = None) -> Patching:
+        """Draw ``group_size`` patchings of every row of ``x`` ``(R, L)`` into ``n_patches``.
+
+        ``n_coarse_patches`` (``N2``) is required by a two-level patcher and refused by a
+        single-level one.
+        """
         raise NotImplementedError
 
-    def decode(self, x: Tensor, n_patches: int) -> Patching:
+    def decode(self, x: Tensor, n_patches: int,
+               n_coarse_patches: int | None = None) -> Patching:
         """The deterministic patching of every row of ``x`` ``(R, L)``; ``G == 1``."""
         raise NotImplementedError
+
+    def _check_budgets(self, n_patches: int, n_coarse_patches: int | None) -> None:
+        """Raise a ``ValueError`` unless ``n_coarse_patches`` fits ``self.levels``."""
+        name = type(self).__name__
+        if self.levels == 1:
+            if n_coarse_patches is not None:
+                raise ValueError(
+                    f"This {name} has levels=1 and draws no coarse starts, got "
+                    f"n_coarse_patches={n_coarse_patches}. Build it with levels=2 "
+                    "(e.g. make_patcher(name, levels=2)) for two-level patching."
+                )
+            return
+        if n_coarse_patches is None:
+            raise ValueError(
+                f"This {name} has levels=2: pass n_coarse_patches (N2, between 1 and "
+                f"n_patches={n_patches}) to sample and decode."
+            )
+        if not 1 <= n_coarse_patches <= n_patches:
+            raise ValueError(
+                f"n_coarse_patches must be between 1 and n_patches={n_patches} (coarse starts "
+                f"are chosen among the fine ones), got {n_coarse_patches}."
+            )
 
     @property
     def trainable(self) -> bool:
@@ -130,11 +221,12 @@ class Patcher(nn.Module):
         return self
 
 
-def _fixed(starts: Tensor) -> Patching:
+def _fixed(starts: Tensor, coarse_starts: Tensor | None = None) -> Patching:
     """A patching chosen by a rule: zero log-probability and entropy."""
     rows, group = starts.shape[:2]
     zeros = torch.zeros(rows, group, device=starts.device)
-    return Patching(starts=starts, log_prob=zeros, entropy=zeros[:, 0])
+    return Patching(starts=starts, log_prob=zeros, entropy=zeros[:, 0],
+                    coarse_starts=coarse_starts)
 
 
 class _DilatedBlock(nn.Module):
@@ -169,12 +261,29 @@ class LearnedPatcher(Patcher):
         A fixed bonus added to the logits of the uniform patching's starts (computed from ``L``
         and ``N`` at each call, so still no parameter tied to ``L``). With it, an untrained
         policy decodes to uniform patches and samples near them, and the learned logits only
-        have to say where to deviate. 0 disables it.
+        have to say where to deviate. 0 disables it. At level 2 the bonus goes to the starts
+        of :class:`UniformPatcher`'s coarse level.
+    levels
+        1, or 2 for a second, coarser set of starts nested in the first. Level 2 adds one
+        logit head (``coarse_output``) on the same conv stack; a ``levels=1`` patcher has
+        exactly the parameters it always had.
+
+    Notes
+    -----
+    Two levels are drawn in sequence within one draw: ``k1 = N1 - 1`` fine starts by
+    Gumbel-top-k over positions ``1 .. L-1`` with the fine logits, then ``k2 = N2 - 1`` coarse
+    starts by Gumbel-top-k among those ``k1`` fine starts with the coarse logits. The draw's
+    ``log_prob`` is the sum of the two Plackett–Luce log-probabilities (the second over that
+    draw's candidate set), which is the exact log-probability of the pair of ordered draws.
+    ``entropy`` is the sum over levels: the entropy of the fine softmax over positions
+    ``1 .. L-1`` plus the entropy of the coarse softmax over a draw's fine starts, averaged
+    over the draws of the group (the level-2 candidates differ from draw to draw).
     """
 
     def __init__(self, hidden_size: int = 32, n_layers: int = 4, kernel_size: int = 3,
-                 uniform_prior: float = 0.0) -> None:
+                 uniform_prior: float = 0.0, levels: int = 1) -> None:
         super().__init__()
+        levels = _check_levels(levels)
         if kernel_size < 1 or kernel_size % 2 == 0:
             raise ValueError(f"kernel_size must be a positive odd integer, got {kernel_size}.")
         if hidden_size < 1 or n_layers < 0:
@@ -189,39 +298,128 @@ class LearnedPatcher(Patcher):
             _DilatedBlock(hidden_size, kernel_size, 2**i) for i in range(n_layers)
         )
         self.output = nn.Conv1d(hidden_size, 1, 1)
+        self.levels = levels
+        if levels == 2:
+            # Created last, so a levels=1 patcher draws the same initial weights as ever.
+            self.coarse_output = nn.Conv1d(hidden_size, 1, 1)
 
-    def logits(self, x: Tensor) -> Tensor:
-        """One logit per position, ``(R, L)`` from ``x`` ``(R, L)``."""
+    def _features(self, x: Tensor) -> Tensor:
+        """Activated features of the conv stack, ``(R, hidden, L)`` from ``x`` ``(R, L)``."""
         step = F.pad(x[:, 1:] - x[:, :-1], (1, 0))  # (R, L): the jump into each position
         h = self.input_proj(torch.stack([x, step], dim=1))  # (R, hidden, L)
         for block in self.blocks:
             h = block(h)  # (R, hidden, L)
-        return self.output(F.gelu(h)).squeeze(1)  # (R, L)
+        return F.gelu(h)  # (R, hidden, L)
 
-    def _candidates(self, x: Tensor, n_patches: int) -> tuple[Tensor, Tensor]:
-        logits = self.logits(x)  # (R, L)
+    def logits(self, x: Tensor) -> Tensor:
+        """One (level-1) logit per position, ``(R, L)`` from ``x`` ``(R, L)``."""
+        return self.output(self._features(x)).squeeze(1)  # (R, L)
+
+    def level_logits(self, x: Tensor) -> tuple[Tensor, Tensor | None]:
+        """Level-1 and level-2 logits per position, ``(R, L)`` each, from one conv pass.
+
+        The level-2 logits are ``None`` for a ``levels=1`` patcher.
+        """
+        if self.levels == 1:
+            return self.logits(x), None
+        h = self._features(x)  # (R, hidden, L)
+        return self.output(h).squeeze(1), self.coarse_output(h).squeeze(1)  # (R, L) x 2
+
+    def _with_prior(self, logits: Tensor, positions: Tensor) -> Tensor:
+        """``logits`` ``(R, L)`` plus ``uniform_prior`` at ``positions`` ``(n,)``."""
+        prior = logits.new_zeros(logits.shape[-1]).index_fill_(0, positions, self.uniform_prior)
+        return logits + prior  # (R, L)
+
+    def _fine_candidates(self, logits: Tensor, n_patches: int) -> tuple[Tensor, Tensor]:
+        """Level-1 candidate logits ``(R, M)`` (prior added) and their entropy ``(R,)``."""
         if self.uniform_prior:
-            grid = uniform_starts(x.shape[-1], n_patches, device=x.device)  # (N,)
-            prior = logits.new_zeros(x.shape[-1]).index_fill_(0, grid, self.uniform_prior)
-            logits = logits + prior  # (R, L)
+            grid = uniform_starts(logits.shape[-1], n_patches, device=logits.device)  # (N,)
+            logits = self._with_prior(logits, grid)  # (R, L)
         candidates = logits[:, 1:]  # (R, M): position 0 always starts a patch
         log_p = torch.log_softmax(candidates, dim=-1)  # (R, M)
         entropy = -(log_p.exp() * log_p).sum(dim=-1)  # (R,)
         return candidates, entropy
 
-    def sample(self, x: Tensor, n_patches: int, group_size: int) -> Patching:
+    def _candidates(self, x: Tensor, n_patches: int) -> tuple[Tensor, Tensor]:
+        return self._fine_candidates(self.logits(x), n_patches)
+
+    def _coarse_level(self, logits: Tensor, starts: Tensor, n_patches: int,
+                      n_coarse_patches: int, sample: bool) -> tuple[Tensor, Tensor, Tensor]:
+        """Draw (or decode) the level-2 starts among the level-1 starts of every draw.
+
+        Parameters
+        ----------
+        logits
+            ``(R, L)`` level-2 logits.
+        starts
+            ``(R, G, N1)`` level-1 starts of every draw.
+        n_patches, n_coarse_patches
+            ``N1`` and ``N2``.
+        sample
+            Gumbel-top-k when ``True``, the ``k2`` largest candidate logits when ``False``.
+
+        Returns
+        -------
+        tuple of Tensor
+            Coarse starts ``(R, G, N2)``, their log-probability ``(R, G)`` and the level-2
+            entropy ``(R,)`` (mean over the draws).
+        """
+        rows, group, _ = starts.shape
+        if self.uniform_prior:
+            length = logits.shape[-1]
+            fine_grid = uniform_starts(length, n_patches, device=logits.device)  # (N1,)
+            coarse_grid = fine_grid[uniform_starts(n_patches, n_coarse_patches, logits.device)]
+            logits = self._with_prior(logits, coarse_grid)  # (R, L)
+        positions = starts[..., 1:]  # (R, G, k1): position 0 is a coarse start anyway
+        candidates = logits.gather(1, positions.reshape(rows, -1)).reshape(positions.shape)
+        log_p = torch.log_softmax(candidates, dim=-1)  # (R, G, k1)
+        entropy = -(log_p.exp() * log_p).sum(dim=-1).mean(dim=1)  # (R,)
+        scores = candidates.detach()  # (R, G, k1)
+        if sample:
+            scores = scores + _gumbel(tuple(scores.shape), scores)
+        # topk returns the indices in decreasing score: the order of the draw.
+        order = scores.topk(n_coarse_patches - 1, dim=-1).indices  # (R, G, k2)
+        log_prob = plackett_luce_log_prob(candidates, order)  # (R, G)
+        return _coarse_from_order(starts, order), log_prob, entropy
+
+    def _two_levels(self, x: Tensor, n_patches: int, n_coarse_patches: int,
+                    group_size: int, sample: bool) -> Patching:
+        fine_logits, coarse_logits = self.level_logits(x)  # (R, L) x 2
+        candidates, entropy = self._fine_candidates(fine_logits, n_patches)  # (R, M), (R,)
+        if sample:
+            perturbed = candidates.detach().unsqueeze(1) + _gumbel(
+                (candidates.shape[0], group_size, candidates.shape[1]), x
+            )  # (R, G, M)
+            order = perturbed.topk(n_patches - 1, dim=-1).indices  # (R, G, k1)
+        else:
+            order = candidates.topk(n_patches - 1, dim=-1).indices.unsqueeze(1)  # (R, 1, k1)
+        log_prob = plackett_luce_log_prob(candidates, order)  # (R, G)
+        starts = _sorted_starts(order)  # (R, G, N1)
+        coarse, coarse_log_prob, coarse_entropy = self._coarse_level(
+            coarse_logits, starts, n_patches, n_coarse_patches, sample
+        )
+        return Patching(starts=starts, log_prob=log_prob + coarse_log_prob,
+                        entropy=entropy + coarse_entropy, coarse_starts=coarse)
+
+    def sample(self, x: Tensor, n_patches: int, group_size: int,
+               n_coarse_patches: int | None = None) -> Patching:
+        self._check_budgets(n_patches, n_coarse_patches)
+        if self.levels == 2:
+            return self._two_levels(x, n_patches, n_coarse_patches, group_size, sample=True)
         candidates, entropy = self._candidates(x, n_patches)  # (R, M), (R,)
         rows, n_candidates = candidates.shape
-        uniform = torch.rand(rows, group_size, n_candidates, device=x.device, dtype=x.dtype)
-        tiny = torch.finfo(x.dtype).tiny
-        gumbel = -torch.log(-torch.log(uniform.clamp(min=tiny, max=1.0 - 1e-7)))  # (R, G, M)
+        gumbel = _gumbel((rows, group_size, n_candidates), x)  # (R, G, M)
         perturbed = candidates.detach().unsqueeze(1) + gumbel  # (R, G, M)
         # topk returns the indices in decreasing perturbed value: the order of the draw.
         order = perturbed.topk(n_patches - 1, dim=-1).indices  # (R, G, k)
         log_prob = plackett_luce_log_prob(candidates, order)  # (R, G)
         return Patching(starts=_sorted_starts(order), log_prob=log_prob, entropy=entropy)
 
-    def decode(self, x: Tensor, n_patches: int) -> Patching:
+    def decode(self, x: Tensor, n_patches: int,
+               n_coarse_patches: int | None = None) -> Patching:
+        self._check_budgets(n_patches, n_coarse_patches)
+        if self.levels == 2:
+            return self._two_levels(x, n_patches, n_coarse_patches, 1, sample=False)
         candidates, entropy = self._candidates(x, n_patches)  # (R, M), (R,)
         order = candidates.topk(n_patches - 1, dim=-1).indices.unsqueeze(1)  # (R, 1, k)
         log_prob = plackett_luce_log_prob(candidates, order)  # (R, 1)
@@ -245,14 +443,31 @@ def uniform_starts(length: int, n_patches: int, device: torch.device | None = No
 
 
 class UniformPatcher(Patcher):
-    """Fixed patches of equal size, as PatchTST (non-overlapping, stride = patch length)."""
+    """Fixed patches of equal size, as PatchTST (non-overlapping, stride = patch length).
 
-    def decode(self, x: Tensor, n_patches: int) -> Patching:
-        return self.sample(x, n_patches, 1)
+    With ``levels=2`` the coarse starts are the uniform patching of the ``N1`` fine patches
+    into ``N2`` runs (:func:`uniform_starts` of ``N1`` and ``N2`` picks which fine starts): every
+    ``R2``-th fine start counted from the end of the window, which is the uniform grid of
+    ``R1 * R2`` steps whenever ``L`` is a multiple of it.
+    """
 
-    def sample(self, x: Tensor, n_patches: int, group_size: int) -> Patching:
+    def __init__(self, levels: int = 1) -> None:
+        super().__init__()
+        self.levels = _check_levels(levels)
+
+    def decode(self, x: Tensor, n_patches: int,
+               n_coarse_patches: int | None = None) -> Patching:
+        return self.sample(x, n_patches, 1, n_coarse_patches)
+
+    def sample(self, x: Tensor, n_patches: int, group_size: int,
+               n_coarse_patches: int | None = None) -> Patching:
+        self._check_budgets(n_patches, n_coarse_patches)
         starts = uniform_starts(x.shape[-1], n_patches, device=x.device)  # (N,)
-        return _fixed(starts.expand(x.shape[0], group_size, n_patches))  # (R, G, N)
+        coarse = None
+        if n_coarse_patches is not None:
+            runs = uniform_starts(n_patches, n_coarse_patches, device=x.device)  # (N2,)
+            coarse = starts[runs].expand(x.shape[0], group_size, n_coarse_patches)  # (R, G, N2)
+        return _fixed(starts.expand(x.shape[0], group_size, n_patches), coarse)  # (R, G, N)
 
 
 class RandomPatcher(Patcher):
@@ -260,53 +475,93 @@ class RandomPatcher(Patcher):
 
     Training draws fresh sets from torch's global generator (seeded by the caller). Decoding
     draws from a generator seeded with ``seed`` on every call, so prediction is repeatable.
+    With ``levels=2`` the coarse starts are a uniformly random subset of ``N2 - 1`` of the
+    draw's nonzero fine starts, plus 0 (drawn after the fine starts, from the same generator).
     """
 
-    def __init__(self, seed: int = 0) -> None:
+    def __init__(self, seed: int = 0, levels: int = 1) -> None:
         super().__init__()
         self.seed = seed
+        self.levels = _check_levels(levels)
 
     def _draw(self, rows: int, group: int, length: int, n_patches: int,
-              generator: torch.Generator | None, device: torch.device) -> Tensor:
+              generator: torch.Generator | None, device: torch.device,
+              n_coarse_patches: int | None = None) -> tuple[Tensor, Tensor | None]:
         scores = torch.rand(rows, group, length - 1, generator=generator)  # (R, G, M)
         order = scores.topk(n_patches - 1, dim=-1).indices  # (R, G, k)
-        return _sorted_starts(order).to(device)  # (R, G, N)
+        starts = _sorted_starts(order)  # (R, G, N)
+        coarse = None
+        if n_coarse_patches is not None:
+            scores = torch.rand(rows, group, n_patches - 1, generator=generator)  # (R, G, k1)
+            order = scores.topk(n_coarse_patches - 1, dim=-1).indices  # (R, G, k2)
+            coarse = _coarse_from_order(starts, order).to(device)  # (R, G, N2)
+        return starts.to(device), coarse
 
-    def sample(self, x: Tensor, n_patches: int, group_size: int) -> Patching:
-        return _fixed(self._draw(x.shape[0], group_size, x.shape[-1], n_patches, None, x.device))
+    def sample(self, x: Tensor, n_patches: int, group_size: int,
+               n_coarse_patches: int | None = None) -> Patching:
+        self._check_budgets(n_patches, n_coarse_patches)
+        return _fixed(*self._draw(x.shape[0], group_size, x.shape[-1], n_patches, None,
+                                  x.device, n_coarse_patches))
 
-    def decode(self, x: Tensor, n_patches: int) -> Patching:
+    def decode(self, x: Tensor, n_patches: int,
+               n_coarse_patches: int | None = None) -> Patching:
+        self._check_budgets(n_patches, n_coarse_patches)
         generator = torch.Generator().manual_seed(self.seed)
-        return _fixed(self._draw(x.shape[0], 1, x.shape[-1], n_patches, generator, x.device))
+        return _fixed(*self._draw(x.shape[0], 1, x.shape[-1], n_patches, generator, x.device,
+                                  n_coarse_patches))
 
 
 class VolatilityPatcher(Patcher):
     """Start patches at the ``N - 1`` largest absolute steps ``|x_t - x_{t-1}|``.
 
     A TimeSqueeze/EntroPE-like heuristic. Ties (a flat series) go to the earliest positions.
+    With ``levels=2`` the coarse starts are the ``N2 - 1`` fine starts with the largest steps,
+    plus 0 (the first ``N2 - 1`` of the same stable ranking, so they are fine starts).
     """
 
-    def decode(self, x: Tensor, n_patches: int) -> Patching:
-        return self.sample(x, n_patches, 1)
+    def __init__(self, levels: int = 1) -> None:
+        super().__init__()
+        self.levels = _check_levels(levels)
 
-    def sample(self, x: Tensor, n_patches: int, group_size: int) -> Patching:
+    def decode(self, x: Tensor, n_patches: int,
+               n_coarse_patches: int | None = None) -> Patching:
+        return self.sample(x, n_patches, 1, n_coarse_patches)
+
+    def sample(self, x: Tensor, n_patches: int, group_size: int,
+               n_coarse_patches: int | None = None) -> Patching:
+        self._check_budgets(n_patches, n_coarse_patches)
         jumps = (x[:, 1:] - x[:, :-1]).abs()  # (R, M)
         # stable sort keeps ties in position order, so a flat window is patched deterministically
-        order = torch.sort(jumps, dim=-1, descending=True, stable=True).indices
-        order = order[:, : n_patches - 1].unsqueeze(1)  # (R, 1, k)
-        return _fixed(_sorted_starts(order).expand(-1, group_size, -1))  # (R, G, N)
+        ranked = torch.sort(jumps, dim=-1, descending=True, stable=True).indices  # (R, M)
+        order = ranked[:, : n_patches - 1].unsqueeze(1)  # (R, 1, k)
+        coarse = None
+        if n_coarse_patches is not None:
+            # A prefix of the fine ranking: nested in the fine starts by construction.
+            coarse = _sorted_starts(ranked[:, : n_coarse_patches - 1].unsqueeze(1))
+            coarse = coarse.expand(-1, group_size, -1)  # (R, G, N2)
+        return _fixed(_sorted_starts(order).expand(-1, group_size, -1), coarse)  # (R, G, N)
 
 
-def make_patcher(name: str, **learned_kwargs) -> Patcher:
-    """Build a patcher from its name (one of :data:`PATCHER_NAMES`)."""
+def make_patcher(name: str, levels: int = 1, **learned_kwargs) -> Patcher:
+    """Build a patcher from its name (one of :data:`PATCHER_NAMES`).
+
+    Parameters
+    ----------
+    name
+        ``"learned"``, ``"uniform"``, ``"random"`` or ``"volatility"``.
+    levels
+        1, or 2 for a patcher that also draws nested coarse starts.
+    **learned_kwargs
+        Constructor arguments of :class:`LearnedPatcher` (ignored by the reference patchers).
+    """
     if name == "learned":
-        return LearnedPatcher(**learned_kwargs)
+        return LearnedPatcher(levels=levels, **learned_kwargs)
     if name == "uniform":
-        return UniformPatcher()
+        return UniformPatcher(levels=levels)
     if name == "random":
-        return RandomPatcher()
+        return RandomPatcher(levels=levels)
     if name == "volatility":
-        return VolatilityPatcher()
+        return VolatilityPatcher(levels=levels)
     raise ValueError(
         f"Unknown patcher {name!r}. Use one of {', '.join(map(repr, PATCHER_NAMES))}, "
         "or a pretrained LearnedPatcher."

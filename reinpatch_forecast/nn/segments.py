@@ -8,10 +8,16 @@ N : number of patches (the token budget)
 P : points each patch is resampled to
 d : feature size
 
+N1, N2 : fine (level-1) and coarse (level-2) patches of a two-level patching
+
 A patching of one row is given by its sorted start positions ``starts`` of shape
 ``(R, N)`` with ``starts[:, 0] == 0``; patch ``j`` spans ``[starts[j], starts[j+1])`` and the
 last one ends at ``L``. Every function here is vectorised over rows and patches and keeps
 static shapes, so a batch of patchings is one tensor and no Python loop runs per row.
+
+A two-level patching adds ``coarse_starts`` ``(R, N2)``, a subset of ``starts`` that holds 0:
+coarse patch ``i`` is the union of the consecutive fine patches that start in
+``[coarse_starts[i], coarse_starts[i+1])``.
 """
 
 from __future__ import annotations
@@ -32,6 +38,10 @@ __all__ = [
     "segment_ids",
     "segment_mean",
     "resample_patches",
+    "coarse_token_budget",
+    "coarse_segment_ids",
+    "coarse_token_starts",
+    "pool_tokens",
 ]
 
 
@@ -217,3 +227,90 @@ def resample_patches(values: Tensor, starts: Tensor, n_points: int) -> Tensor:
     below = values.gather(1, lower.reshape(rows, -1)).reshape(lower.shape)  # (R, G, N, P)
     above = values.gather(1, upper.reshape(rows, -1)).reshape(lower.shape)  # (R, G, N, P)
     return below + weight * (above - below)  # (R, G, N, P)
+
+
+def coarse_token_budget(n_patches: int, coarse_rate: float) -> int:
+    """Number of coarse patches ``N2 = ceil(N1 / R2)`` over ``N1`` fine patches.
+
+    Raises a ``ValueError`` unless ``1 <= R2 <= N1``, i.e. ``1 <= N2 <= N1``.
+    """
+    if (
+        isinstance(coarse_rate, bool)
+        or not isinstance(coarse_rate, numbers.Real)
+        or not math.isfinite(coarse_rate)
+        or coarse_rate < 1
+    ):
+        raise ValueError(
+            f"The level-2 compression rate R2 must be a finite number >= 1 (fine patches per "
+            f"coarse patch), got {coarse_rate!r}."
+        )
+    if coarse_rate > n_patches:
+        raise ValueError(
+            f"The level-2 compression rate R2={coarse_rate} is larger than the N1={n_patches} "
+            f"fine patches: that leaves less than one fine patch per coarse patch. Use "
+            f"R2 <= {n_patches}, a smaller R1 or a longer lookback."
+        )
+    return max(1, int(math.ceil(n_patches / coarse_rate)))
+
+
+def coarse_segment_ids(starts: Tensor, coarse_starts: Tensor) -> Tensor:
+    """Index of the coarse patch each fine patch belongs to.
+
+    Fine patch ``j`` lies in coarse patch ``(number of coarse starts <= starts[j]) - 1``; for a
+    nested patching this is the coarse patch whose span contains the fine one.
+
+    Parameters
+    ----------
+    starts
+        ``(..., N1)`` int64 sorted fine starts, ``starts[..., 0] == 0``.
+    coarse_starts
+        ``(..., N2)`` int64 sorted coarse starts, ``coarse_starts[..., 0] == 0``.
+
+    Returns
+    -------
+    Tensor
+        ``(..., N1)`` int64 in ``[0, N2)``, non-decreasing along the last axis.
+    """
+    return torch.searchsorted(coarse_starts.contiguous(), starts.contiguous(), right=True) - 1
+
+
+def coarse_token_starts(starts: Tensor, coarse_starts: Tensor) -> Tensor:
+    """Index of the first fine patch of every coarse patch (a patching of the fine tokens).
+
+    The coarse patches, seen as runs of fine tokens, are themselves a patching of a sequence of
+    length ``N1``, so the segment helpers above apply to token sequences unchanged.
+
+    Parameters
+    ----------
+    starts
+        ``(..., N1)`` int64 sorted fine starts.
+    coarse_starts
+        ``(..., N2)`` int64 sorted coarse starts, each one of ``starts`` (nested levels).
+
+    Returns
+    -------
+    Tensor
+        ``(..., N2)`` int64 in ``[0, N1)``, sorted, first entry 0.
+    """
+    # Exact matches (coarse starts are fine starts), so the left insertion point is the index.
+    return torch.searchsorted(starts.contiguous(), coarse_starts.contiguous())
+
+
+def pool_tokens(tokens: Tensor, token_starts: Tensor) -> Tensor:
+    """Mean of consecutive tokens over every coarse patch.
+
+    Parameters
+    ----------
+    tokens
+        ``(R, N1, d)`` fine tokens.
+    token_starts
+        ``(R, N2)`` int64: index of the first fine token of every coarse patch
+        (:func:`coarse_token_starts`), sorted, first entry 0.
+
+    Returns
+    -------
+    Tensor
+        ``(R, N2, d)``: each coarse token is the plain mean of its fine tokens.
+    """
+    # A run of tokens is a patch of a length-N1 sequence: one prefix-sum segment mean.
+    return segment_mean(tokens, token_starts.unsqueeze(1))[:, 0]  # (R, N2, d)

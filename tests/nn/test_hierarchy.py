@@ -1,0 +1,674 @@
+"""Tests of two-level (hierarchical) patching: patchers, segment helpers, backbone and network.
+
+The two-level policy draws ``k1 = N1 - 1`` fine starts by Gumbel-top-k, then ``k2 = N2 - 1``
+coarse starts by Gumbel-top-k among the fine starts of the same draw. Its log-probability is the
+sum of two Plackett–Luce terms; the tests below enumerate every outcome on tiny windows to check
+that it is a distribution and that the sampler draws from it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import Counter
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from reinpatch_forecast.nn import policy_loss
+from reinpatch_forecast.nn.backbone import Backbone, BackboneConfig
+from reinpatch_forecast.nn.network import ReinPatchConfig, ReinPatchNetwork
+from reinpatch_forecast.nn.patchers import (
+    PATCHER_NAMES,
+    LearnedPatcher,
+    RandomPatcher,
+    UniformPatcher,
+    VolatilityPatcher,
+    make_patcher,
+    plackett_luce_log_prob,
+    uniform_starts,
+)
+from reinpatch_forecast.nn.segments import (
+    coarse_segment_ids,
+    coarse_token_budget,
+    coarse_token_starts,
+    patch_lengths,
+    pool_tokens,
+)
+
+SETTINGS = settings(max_examples=25, deadline=None, derandomize=True, database=None)
+
+
+# -- helpers -------------------------------------------------------------------------------------
+
+
+def ref_plackett_luce(logits, order):
+    """Plackett–Luce log-probability of one ordered draw, in float64, by a plain loop."""
+    logits = [float(v) for v in torch.as_tensor(logits).detach().reshape(-1)]
+    remaining = list(range(len(logits)))
+    total = 0.0
+    for a in order:
+        biggest = max(logits[m] for m in remaining)
+        log_norm = biggest + math.log(sum(math.exp(logits[m] - biggest) for m in remaining))
+        total += logits[a] - log_norm
+        remaining.remove(a)
+    return total
+
+
+def ref_two_level(fine_logits, coarse_logits, fine_order, coarse_order):
+    """Exact log-probability of a two-level draw, by plain loops.
+
+    ``fine_order``: positions (>= 1) in the order drawn; ``coarse_order``: positions, each one of
+    ``fine_order``, in the order drawn. Level-2 candidates are the drawn fine positions.
+    """
+    fine = ref_plackett_luce(fine_logits[1:], [p - 1 for p in fine_order])
+    candidates = sorted(fine_order)
+    coarse = ref_plackett_luce(
+        [float(coarse_logits[p]) for p in candidates], [candidates.index(p) for p in coarse_order]
+    )
+    return fine + coarse
+
+
+def small_learned(levels: int = 2, **kwargs) -> LearnedPatcher:
+    torch.manual_seed(0)
+    return LearnedPatcher(hidden_size=8, n_layers=2, levels=levels, **kwargs)
+
+
+def make(name: str, levels: int = 2):
+    if name == "learned":
+        return small_learned(levels)
+    return make_patcher(name, levels=levels)
+
+
+def with_fixed_level_logits(patcher, fine, coarse, monkeypatch) -> None:
+    """Make ``patcher.level_logits`` return ``fine`` and ``coarse`` ``(L,)`` for every row."""
+    monkeypatch.setattr(
+        patcher, "level_logits",
+        lambda x: (fine.expand(x.shape[0], -1), coarse.expand(x.shape[0], -1)),
+    )
+
+
+def assert_nested(patching, rows, group, length, n_patches, n_coarse):
+    """Both levels are well formed, exact budgets, and the coarse starts are fine starts."""
+    starts, coarse = patching.starts, patching.coarse_starts
+    assert starts.shape == (rows, group, n_patches) and starts.dtype == torch.long
+    assert coarse is not None
+    assert coarse.shape == (rows, group, n_coarse) and coarse.dtype == torch.long
+    for level in (starts, coarse):
+        assert bool((level[..., 0] == 0).all())  # start 0 at both levels
+        assert bool((level.diff(dim=-1) > 0).all())  # sorted and unique
+        assert bool(((level >= 0) & (level < length)).all())
+    assert bool((patch_lengths(starts, length).sum(-1) == length).all())
+    # nesting, for every row and every draw: each coarse start equals some fine start
+    assert bool((coarse.unsqueeze(-1) == starts.unsqueeze(-2)).any(-1).all())
+    assert patching.log_prob.shape == (rows, group)
+    assert patching.entropy.shape == (rows,)
+    assert bool(torch.isfinite(patching.log_prob).all())
+    assert bool(torch.isfinite(patching.entropy).all())
+
+
+def all_two_level_outcomes(n_candidates: int, k1: int, k2: int):
+    """Every ordered two-level draw: (fine order as positions, coarse order as positions)."""
+    for fine in itertools.permutations(range(1, n_candidates + 1), k1):
+        for coarse in itertools.permutations(sorted(fine), k2):
+            yield fine, coarse
+
+
+# -- segment helpers -----------------------------------------------------------------------------
+
+
+def nested_starts(rows: int, length: int, n_patches: int, n_coarse: int, seed: int = 0):
+    """Random nested patchings ``(rows, N1)``, ``(rows, N2)`` built by a loop."""
+    generator = torch.Generator().manual_seed(seed)
+    fine = torch.zeros(rows, n_patches, dtype=torch.long)
+    coarse = torch.zeros(rows, n_coarse, dtype=torch.long)
+    for r in range(rows):
+        chosen = torch.sort(torch.randperm(length - 1, generator=generator)[: n_patches - 1] + 1)
+        fine[r, 1:] = chosen.values
+        pick = torch.randperm(n_patches - 1, generator=generator)[: n_coarse - 1]
+        coarse[r, 1:] = torch.sort(fine[r, 1:][pick]).values
+    return fine, coarse
+
+
+@SETTINGS
+@given(length=st.integers(2, 60), data=st.data())
+def test_coarse_segment_ids_and_pooling_match_loops(length, data):
+    """Segment of each fine patch = #coarse starts <= its start - 1; pooled = plain mean."""
+    n_patches = data.draw(st.integers(1, length))
+    n_coarse = data.draw(st.integers(1, n_patches))
+    fine, coarse = nested_starts(3, length, n_patches, n_coarse, seed=length)
+    ids = coarse_segment_ids(fine, coarse)
+    token_starts = coarse_token_starts(fine, coarse)
+    tokens = torch.randn(3, n_patches, 5, dtype=torch.float64)
+    pooled = pool_tokens(tokens, token_starts)
+    assert pooled.shape == (3, n_coarse, 5)
+    for r in range(3):
+        expected_ids = [sum(c <= s for c in coarse[r].tolist()) - 1 for s in fine[r].tolist()]
+        assert ids[r].tolist() == expected_ids
+        assert token_starts[r].tolist() == [fine[r].tolist().index(c) for c in coarse[r].tolist()]
+        for i in range(n_coarse):
+            members = [j for j in range(n_patches) if expected_ids[j] == i]
+            torch.testing.assert_close(pooled[r, i], tokens[r, members].mean(0))
+
+
+def test_coarse_token_budget_and_errors():
+    """N2 = ceil(N1 / R2); R2 outside [1, N1] is refused with a message saying what to use."""
+    assert coarse_token_budget(24, 4) == 6
+    assert coarse_token_budget(25, 4) == 7
+    assert coarse_token_budget(5, 5) == 1
+    assert coarse_token_budget(5, 1) == 5
+    with pytest.raises(ValueError, match=r"R2 <= 5"):
+        coarse_token_budget(5, 6)
+    for bad in (0.5, float("nan"), True, "4"):
+        with pytest.raises(ValueError, match=r"R2 must be a finite number >= 1"):
+            coarse_token_budget(5, bad)
+
+
+# -- every patcher at two levels ----------------------------------------------------------------
+
+
+@SETTINGS
+@given(name=st.sampled_from(PATCHER_NAMES), length=st.integers(2, 80), data=st.data())
+def test_every_patcher_nests_both_levels(name, length, data):
+    """sample and decode: exact budgets, sorted, unique, 0 at both levels, coarse in fine."""
+    n_patches = data.draw(st.integers(1, length))
+    n_coarse = data.draw(st.integers(1, n_patches))
+    rows = data.draw(st.integers(1, 3))
+    group = data.draw(st.integers(1, 4))
+    patcher = make(name)
+    torch.manual_seed(length)
+    x = torch.randn(rows, length)
+    sampled = patcher.sample(x, n_patches, group, n_coarse_patches=n_coarse)
+    assert_nested(sampled, rows, group, length, n_patches, n_coarse)
+    decoded = patcher.decode(x, n_patches, n_coarse_patches=n_coarse)
+    assert_nested(decoded, rows, 1, length, n_patches, n_coarse)
+
+
+@pytest.mark.parametrize("name", PATCHER_NAMES)
+def test_nesting_on_a_large_group(name):
+    """Many draws (G = 64) on L = 96, N1 = 24, N2 = 6: every draw of every row is nested."""
+    patcher = make(name)
+    torch.manual_seed(1)
+    x = torch.randn(8, 96).cumsum(-1)
+    assert_nested(patcher.sample(x, 24, 64, n_coarse_patches=6), 8, 64, 96, 24, 6)
+    assert_nested(patcher.decode(x, 24, n_coarse_patches=6), 8, 1, 96, 24, 6)
+
+
+@pytest.mark.parametrize("name", PATCHER_NAMES)
+def test_level_budget_extremes(name):
+    """N2 = 1 gives the coarse patch [0, L); N2 = N1 makes the levels equal."""
+    patcher = make(name)
+    x = torch.randn(2, 20)
+    one = patcher.sample(x, 5, 3, n_coarse_patches=1)
+    assert one.coarse_starts.shape == (2, 3, 1) and bool((one.coarse_starts == 0).all())
+    same = patcher.sample(x, 5, 3, n_coarse_patches=5)
+    assert torch.equal(same.coarse_starts, same.starts)
+    every = patcher.decode(x, 20, n_coarse_patches=20)
+    assert bool((every.coarse_starts == torch.arange(20)).all())
+
+
+@pytest.mark.parametrize("name", PATCHER_NAMES)
+def test_levels_and_budget_arguments_must_agree(name):
+    """levels=1 refuses n_coarse_patches; levels=2 needs it, between 1 and N1; levels is 1 or 2."""
+    x = torch.randn(2, 30)
+    one = make(name, levels=1)
+    with pytest.raises(ValueError, match=r"levels=1.*levels=2"):
+        one.sample(x, 6, 2, n_coarse_patches=2)
+    with pytest.raises(ValueError, match=r"levels=1"):
+        one.decode(x, 6, n_coarse_patches=2)
+    assert one.decode(x, 6).coarse_starts is None
+    two = make(name, levels=2)
+    assert two.levels == 2
+    with pytest.raises(ValueError, match=r"pass n_coarse_patches"):
+        two.sample(x, 6, 2)
+    with pytest.raises(ValueError, match=r"between 1 and n_patches=6"):
+        two.decode(x, 6, n_coarse_patches=7)
+    with pytest.raises(ValueError, match=r"levels must be 1 .* or 2"):
+        make_patcher(name, levels=3)
+
+
+@pytest.mark.parametrize("name", PATCHER_NAMES)
+def test_two_level_decode_is_deterministic_and_matches_level_one(name):
+    """decode repeats itself; its fine starts equal those of the levels=1 patcher (same rule)."""
+    x = torch.randn(4, 48)
+    two = make(name, levels=2)
+    first = two.decode(x, 8, n_coarse_patches=3)
+    torch.rand(100)  # move the global generator
+    second = two.decode(x, 8, n_coarse_patches=3)
+    assert torch.equal(first.starts, second.starts)
+    assert torch.equal(first.coarse_starts, second.coarse_starts)
+    one = make(name, levels=1)
+    if name == "learned":  # the same seed gives the same shared weights
+        assert set(one.state_dict()) < set(two.state_dict())
+        for key, value in one.state_dict().items():
+            assert torch.equal(value, two.state_dict()[key]), key
+    assert torch.equal(first.starts, one.decode(x, 8).starts)
+
+
+# -- the reference patchers' level-2 rules --------------------------------------------------------
+
+
+@pytest.mark.parametrize("rates", [(4, 4), (2, 8), (3, 2), (1, 12)])
+def test_uniform_level_two_is_the_uniform_grid_at_r1_times_r2(rates):
+    """With L a multiple of R1 * R2, coarse starts are 0, R1 R2, 2 R1 R2, ... (every R2-th)."""
+    r1, r2 = rates
+    length = 96
+    n_patches, n_coarse = length // r1, length // (r1 * r2)
+    out = UniformPatcher(levels=2).sample(torch.randn(2, length), n_patches, 3,
+                                          n_coarse_patches=n_coarse)
+    assert out.starts[0, 0].tolist() == list(range(0, length, r1))
+    assert out.coarse_starts.tolist() == [[list(range(0, length, r1 * r2))] * 3] * 2
+    assert torch.equal(out.coarse_starts[0, 0], uniform_starts(length, n_coarse))
+
+
+def test_uniform_level_two_when_not_divisible_takes_every_r2th_from_the_end():
+    """L = 40, N1 = 10, N2 = 4: every 3rd fine start counted from the window's end, plus 0."""
+    out = UniformPatcher(levels=2).decode(torch.randn(1, 40), 10, n_coarse_patches=4)
+    assert out.starts[0, 0].tolist() == list(range(0, 40, 4))
+    assert out.coarse_starts[0, 0].tolist() == [0, 4, 16, 28]
+
+
+def test_volatility_level_two_picks_the_largest_jumps_among_the_fine_starts():
+    """Jumps of size 5 > 4 > 3 > 2: coarse = 0 and the N2 - 1 largest, fine = the N1 - 1 largest."""
+    torch.manual_seed(0)
+    x = 0.01 * torch.randn(2, 80)
+    for t, size in {13: 5.0, 31: -4.0, 52: 3.0, 70: -2.0}.items():
+        x[:, t:] += size
+    out = VolatilityPatcher(levels=2).decode(x, 5, n_coarse_patches=3)
+    assert out.starts.tolist() == [[[0, 13, 31, 52, 70]]] * 2
+    assert out.coarse_starts.tolist() == [[[0, 13, 31]]] * 2
+    group = VolatilityPatcher(levels=2).sample(x, 4, 3, n_coarse_patches=2)
+    assert group.coarse_starts.tolist() == [[[0, 13]] * 3] * 2
+
+
+def test_random_level_two_is_a_uniform_subset_of_the_fine_starts():
+    """Each nonzero fine start becomes a coarse start with probability (N2-1)/(N1-1); seeded."""
+    patcher = RandomPatcher(levels=2)
+    torch.manual_seed(3)
+    out = patcher.sample(torch.zeros(50, 40), 6, 40, n_coarse_patches=3)  # 2000 draws
+    chosen = (out.starts[..., 1:].unsqueeze(-1) == out.coarse_starts[..., 1:].unsqueeze(-2))
+    per_slot = chosen.any(-1).reshape(-1, 5).sum(0).tolist()  # which sorted fine slot was picked
+    n_draws = 2000
+    expected = [n_draws * 2 / 5] * 5
+    assert stats.chisquare(per_slot, expected).pvalue > 1e-3
+    # decode is repeatable (its own seeded generator) and sample follows the global seed
+    a = patcher.decode(torch.zeros(4, 40), 6, n_coarse_patches=3)
+    b = RandomPatcher(levels=2).decode(torch.zeros(4, 40), 6, n_coarse_patches=3)
+    assert torch.equal(a.coarse_starts, b.coarse_starts)
+    torch.manual_seed(5)
+    s1 = patcher.sample(torch.zeros(4, 40), 6, 3, n_coarse_patches=3)
+    torch.manual_seed(5)
+    s2 = patcher.sample(torch.zeros(4, 40), 6, 3, n_coarse_patches=3)
+    assert torch.equal(s1.coarse_starts, s2.coarse_starts)
+    # the fine level of a two-level random patcher is the levels=1 draw (coarse drawn after)
+    torch.manual_seed(5)
+    assert torch.equal(RandomPatcher().sample(torch.zeros(4, 40), 6, 3).starts, s1.starts)
+
+
+# -- the learned policy at two levels: Plackett–Luce -----------------------------------------------
+
+FINE_6 = torch.tensor([5.0, 0.4, -0.7, 1.1, 0.0, -1.3])  # position 0 is never a candidate
+COARSE_6 = torch.tensor([-3.0, 0.9, -0.2, 0.3, -1.0, 1.4])
+
+
+@pytest.mark.parametrize("length, k1, k2", [(6, 2, 1), (7, 3, 2), (6, 4, 3)])
+@pytest.mark.parametrize("scale", [0.0, 1.0, 3.0])
+def test_two_level_log_prob_sums_to_one_over_all_outcomes(length, k1, k2, scale):
+    """exp(level-1 PL + level-2 PL over the draw's fine starts) sums to 1 over every outcome.
+
+    The level-2 term uses plackett_luce_log_prob with per-draw candidate logits ``(R, G, k1)``,
+    exactly as LearnedPatcher does, and each outcome also matches the float64 loop.
+    """
+    generator = torch.Generator().manual_seed(length * 10 + k1)
+    fine = torch.randn(length, generator=generator) * scale
+    coarse = torch.randn(length, generator=generator) * scale
+    outcomes = list(all_two_level_outcomes(length - 1, k1, k2))
+    fine_order = torch.tensor([[p - 1 for p in f] for f, _ in outcomes]).unsqueeze(0)  # (1,O,k1)
+    fine_starts = torch.sort(fine_order + 1, dim=-1).values  # (1, O, k1): level-2 candidates
+    coarse_order = torch.tensor(
+        [[sorted(f).index(p) for p in c] for f, c in outcomes]
+    ).unsqueeze(0)  # (1, O, k2)
+    candidates = coarse[fine_starts]  # (1, O, k1)
+    log_prob = (plackett_luce_log_prob(fine[1:].unsqueeze(0), fine_order)
+                + plackett_luce_log_prob(candidates, coarse_order))  # (1, O)
+    assert log_prob.exp().sum().item() == pytest.approx(1.0, abs=1e-5)
+    expected = torch.tensor([ref_two_level(fine, coarse, f, c) for f, c in outcomes],
+                            dtype=torch.float64)
+    torch.testing.assert_close(log_prob[0].double(), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_per_draw_logits_equal_shared_logits_when_the_same():
+    """plackett_luce_log_prob with (R, G, M) logits equals the (R, M) form on repeated logits."""
+    torch.manual_seed(4)
+    logits = torch.randn(3, 9)
+    order = torch.stack([torch.randperm(9)[:4] for _ in range(3 * 5)]).reshape(3, 5, 4)
+    shared = plackett_luce_log_prob(logits, order)
+    per_draw = plackett_luce_log_prob(logits.unsqueeze(1).expand(-1, 5, -1).contiguous(), order)
+    torch.testing.assert_close(shared, per_draw)
+
+
+def test_two_level_gumbel_top_k_samples_the_exact_distribution(monkeypatch):
+    """LearnedPatcher(levels=2).sample on L=6, N1=3, N2=2 matches the exact probabilities.
+
+    There are 20 ordered fine draws times 2 coarse choices = 40 ordered outcomes (20 as sets).
+    The log_prob of a sample identifies which order of its fine set was drawn, so both the
+    ordered and the unordered outcomes are compared with their exact probabilities (chi-square).
+    """
+    patcher = small_learned()
+    with_fixed_level_logits(patcher, FINE_6, COARSE_6, monkeypatch)
+    outcomes = list(all_two_level_outcomes(5, 2, 1))
+    exact = {o: math.exp(ref_two_level(FINE_6, COARSE_6, *o)) for o in outcomes}
+    assert sum(exact.values()) == pytest.approx(1.0)
+    by_sets: dict[tuple, list] = {}
+    for o in outcomes:
+        by_sets.setdefault((tuple(sorted(o[0])), o[1]), []).append(o)
+    for members in by_sets.values():  # precondition: the two fine orders are distinguishable
+        values = sorted(math.log(exact[o]) for o in members)
+        assert min(b - a for a, b in zip(values, values[1:])) > 1e-3
+
+    torch.manual_seed(321)
+    rows, group = 40, 500
+    patching = patcher.sample(torch.zeros(rows, 6), 3, group, n_coarse_patches=2)
+    assert_nested(patching, rows, group, 6, 3, 2)
+    fine_sets = patching.starts[..., 1:].reshape(-1, 2).tolist()
+    coarse_sets = patching.coarse_starts[..., 1:].reshape(-1, 1).tolist()
+    log_probs = patching.log_prob.detach().reshape(-1).tolist()
+    ordered = Counter()
+    for fine_set, coarse_set, lp in zip(fine_sets, coarse_sets, log_probs):
+        members = by_sets[(tuple(fine_set), tuple(coarse_set))]
+        best = min(members, key=lambda o: abs(math.log(exact[o]) - lp))
+        assert abs(math.log(exact[best]) - lp) < 1e-4  # log_prob is that of one outcome
+        ordered[best] += 1
+    n_draws = rows * group
+    observed = [ordered[o] for o in outcomes]
+    expected = [n_draws * exact[o] for o in outcomes]
+    assert stats.chisquare(observed, expected).pvalue > 1e-3
+    set_observed = [sum(ordered[o] for o in members) for members in by_sets.values()]
+    set_expected = [n_draws * sum(exact[o] for o in members) for members in by_sets.values()]
+    assert stats.chisquare(set_observed, set_expected).pvalue > 1e-3
+    for obs, exp in zip(set_observed, set_expected):
+        assert abs(obs - exp) < 5 * math.sqrt(exp) + 1
+
+
+def test_two_level_decode_is_greedy_at_both_levels_and_entropy_sums_levels(monkeypatch):
+    """decode: the k1 largest fine logits, then the k2 largest coarse logits among them.
+
+    entropy = H(softmax of fine candidates) + H(softmax of coarse logits over the fine starts).
+    """
+    patcher = small_learned()
+    fine = torch.tensor([9.0, 0.1, 2.0, -1.0, 3.0, 0.5, 2.5, -4.0])
+    coarse = torch.tensor([0.0, 5.0, -1.0, 7.0, 0.3, 6.0, 0.2, 9.0])
+    with_fixed_level_logits(patcher, fine, coarse, monkeypatch)
+    out = patcher.decode(torch.zeros(2, 8), 4, n_coarse_patches=3)
+    # fine: positions 4, 6, 2 (the largest); coarse among {2, 4, 6}: 4 (0.3), 6 (0.2) over 2 (-1)
+    assert out.starts.tolist() == [[[0, 2, 4, 6]]] * 2
+    assert out.coarse_starts.tolist() == [[[0, 4, 6]]] * 2
+    expected = ref_two_level(fine, coarse, [4, 6, 2], [4, 6])
+    assert out.log_prob[0, 0].item() == pytest.approx(expected, abs=1e-5)
+
+    def entropy(values):
+        p = torch.softmax(values, 0)
+        return -(p * p.log()).sum()
+
+    expected_entropy = entropy(fine[1:]) + entropy(coarse[[2, 4, 6]])
+    torch.testing.assert_close(out.entropy, expected_entropy.expand(2))
+
+
+def test_uniform_prior_decodes_to_uniform_at_both_levels():
+    """With flat learned logits and the prior, decode gives UniformPatcher(levels=2)'s patching."""
+    torch.manual_seed(0)
+    patcher = LearnedPatcher(hidden_size=8, n_layers=2, uniform_prior=5.0, levels=2)
+    for head in (patcher.output, patcher.coarse_output):
+        torch.nn.init.zeros_(head.weight)
+        torch.nn.init.zeros_(head.bias)
+    x = torch.randn(4, 96)
+    got = patcher.decode(x, 24, n_coarse_patches=6)
+    uniform = UniformPatcher(levels=2).decode(x, 24, n_coarse_patches=6)
+    assert torch.equal(got.starts, uniform.starts)
+    assert torch.equal(got.coarse_starts, uniform.coarse_starts)
+
+
+def test_two_level_sample_follows_the_seed_and_explores_both_levels():
+    """Same seed, same draws; within a group both the fine and the coarse starts vary."""
+    patcher = small_learned()
+    x = torch.randn(3, 64)
+    torch.manual_seed(9)
+    a = patcher.sample(x, 16, 8, n_coarse_patches=4)
+    torch.manual_seed(9)
+    b = patcher.sample(x, 16, 8, n_coarse_patches=4)
+    assert torch.equal(a.starts, b.starts) and torch.equal(a.coarse_starts, b.coarse_starts)
+    torch.testing.assert_close(a.log_prob, b.log_prob)
+    assert len({tuple(s) for s in a.starts[0].tolist()}) > 1
+    assert len({tuple(s) for s in a.coarse_starts[0].tolist()}) > 1
+
+
+# -- gradients -------------------------------------------------------------------------------------
+
+
+def test_policy_loss_reaches_both_logit_heads():
+    """The GRPG loss of a two-level draw (no entropy bonus) has gradients in both heads."""
+    patcher = small_learned()
+    torch.manual_seed(2)
+    patching = patcher.sample(torch.randn(4, 48), 8, 6, n_coarse_patches=3)
+    assert not patching.starts.requires_grad and not patching.coarse_starts.requires_grad
+    rewards = torch.randn(4, 6)
+    result = policy_loss(rewards, patching.log_prob, patching.entropy, entropy_coef=0.0)
+    result.loss.backward()
+    for head in (patcher.output, patcher.coarse_output, patcher.input_proj):
+        assert head.weight.grad is not None and head.weight.grad.abs().sum() > 0
+
+
+def test_coarse_head_gets_no_gradient_from_a_single_coarse_patch():
+    """With N2 = 1 level 2 chooses nothing: the coarse head's log-prob term is constant."""
+    patcher = small_learned()
+    patching = patcher.sample(torch.randn(2, 30), 6, 4, n_coarse_patches=1)
+    patching.log_prob.sum().backward()
+    grad = patcher.coarse_output.weight.grad
+    assert grad is None or grad.abs().sum() == 0
+    assert patcher.output.weight.grad.abs().sum() > 0
+
+
+# -- levels=1 is unchanged ------------------------------------------------------------------------
+
+
+def test_level_one_learned_patcher_state_dict_is_unchanged():
+    """A levels=1 patcher holds exactly its historical parameters; levels=2 adds one head."""
+    one = LearnedPatcher(hidden_size=8, n_layers=2)
+    expected = ["input_proj.weight", "input_proj.bias"]
+    for i in range(2):
+        expected += [f"blocks.{i}.conv.weight", f"blocks.{i}.conv.bias",
+                     f"blocks.{i}.norm.weight", f"blocks.{i}.norm.bias"]
+    expected += ["output.weight", "output.bias"]
+    assert list(one.state_dict()) == expected
+    assert one.levels == 1 and not hasattr(one, "coarse_output")
+    two = LearnedPatcher(hidden_size=8, n_layers=2, levels=2)
+    assert list(two.state_dict()) == expected + ["coarse_output.weight", "coarse_output.bias"]
+
+
+def test_level_one_backbone_and_network_are_unchanged():
+    """No coarse module at levels=1; n_coarse_patches and Rollout.coarse_starts are None."""
+    config = ReinPatchConfig(input_length=32, output_length=4, compression_rate=4, d_model=8,
+                             n_heads=2, n_layers=1, group_size=2)
+    assert config.n_coarse_patches is None and config.backbone.n_coarse_patches is None
+    net = ReinPatchNetwork(config)
+    assert not any("coarse" in key for key in net.state_dict())
+    assert net.backbone.head.in_features == 8 * 8
+    rollout = net.rollout(torch.randn(2, 32, 1))
+    assert rollout.coarse_starts is None
+    with pytest.raises(ValueError, match=r"levels=2"):
+        net.coarse_boundaries(torch.randn(2, 32, 1))
+
+
+# -- configuration ---------------------------------------------------------------------------------
+
+
+def hier_config(**overrides) -> ReinPatchConfig:
+    values = dict(
+        input_length=48, output_length=5, n_channels=2, compression_rate=(4, 3), levels=2,
+        group_size=4, d_model=16, n_heads=2, n_layers=1, patcher_hidden_size=8,
+        patcher_layers=2, resample_points=4,
+    )
+    values.update(overrides)
+    return ReinPatchConfig(**values)
+
+
+def test_config_budgets_at_two_levels():
+    """(R1, R2) gives N1 = ceil(L / R1) and N2 = ceil(N1 / R2); a list becomes a tuple."""
+    config = hier_config(input_length=96, compression_rate=(4, 4))
+    assert (config.n_patches, config.n_coarse_patches) == (24, 6)
+    assert config.backbone.n_patches == 24 and config.backbone.n_coarse_patches == 6
+    config = hier_config(input_length=50, compression_rate=[3, 4])
+    assert config.compression_rate == (3, 4)
+    assert (config.n_patches, config.n_coarse_patches) == (17, 5)
+    assert ReinPatchConfig(**config.to_dict()) == config
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (dict(levels=3), r"levels must be 1 .* or 2"),
+        (dict(levels=0), r"levels must be 1 .* or 2"),
+        (dict(compression_rate=4), r"levels=2 needs compression_rate=\(R1, R2\)"),
+        (dict(compression_rate=(4,)), r"levels=2 needs compression_rate=\(R1, R2\)"),
+        (dict(compression_rate=(4, 2, 2)), r"levels=2 needs compression_rate=\(R1, R2\)"),
+        (dict(compression_rate=(4, "2")), r"two finite numbers >= 1"),
+        (dict(compression_rate=(4, 13)), r"R2 <= 12"),  # N1 = 12
+        (dict(compression_rate=(4, 0.5)), r"R2 must be a finite number >= 1"),
+        (dict(compression_rate=(60, 1)), r"compression_rate=60 is larger than the lookback"),
+        (dict(compression_rate=(0.5, 2)), r"compression_rate must be >= 1"),
+        (dict(levels=1), r"is a sequence but levels=1"),
+        (dict(levels=1, compression_rate=[4]), r"is a sequence but levels=1"),
+    ],
+)
+def test_config_validation(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        hier_config(**overrides)
+
+
+def test_backbone_config_and_forward_check_the_levels():
+    """n_coarse_patches in [1, N]; the backbone needs coarse starts exactly at two levels."""
+    with pytest.raises(ValueError, match=r"n_coarse_patches must be None .* between 1 and"):
+        BackboneConfig(input_length=32, output_length=4, n_patches=8, n_coarse_patches=9)
+    with pytest.raises(ValueError, match=r"n_coarse_patches"):
+        BackboneConfig(input_length=32, output_length=4, n_patches=8, n_coarse_patches=0)
+    two = Backbone(BackboneConfig(input_length=32, output_length=4, n_patches=8, d_model=8,
+                                  n_heads=2, n_coarse_patches=2))
+    one = Backbone(BackboneConfig(input_length=32, output_length=4, n_patches=8, d_model=8,
+                                  n_heads=2))
+    x = torch.randn(3, 32)
+    patching = UniformPatcher(levels=2).sample(x, 8, 2, n_coarse_patches=2)
+    assert two(x, patching.starts, coarse_starts=patching.coarse_starts).shape == (6, 4, 1)
+    assert two.head.in_features == (8 + 2) * 8
+    with pytest.raises(ValueError, match=r"pass coarse_starts"):
+        two(x, patching.starts)
+    with pytest.raises(ValueError, match=r"coarse_starts must be None"):
+        one(x, patching.starts, coarse_starts=patching.coarse_starts)
+
+
+def test_network_refuses_a_patcher_of_the_other_level_count():
+    with pytest.raises(ValueError, match=r"patcher has levels=1 .* levels=2"):
+        ReinPatchNetwork(hier_config(), patcher=LearnedPatcher(hidden_size=4, n_layers=1))
+    with pytest.raises(ValueError, match=r"patcher has levels=2 .* levels=1"):
+        ReinPatchNetwork(hier_config(levels=1, compression_rate=4),
+                         patcher=UniformPatcher(levels=2))
+
+
+# -- network -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("patcher", PATCHER_NAMES)
+def test_network_shapes_at_two_levels(patcher):
+    """forward (B,H,C,Q); boundaries (B,C,N1); coarse_boundaries (B,C,N2) nested in them."""
+    torch.manual_seed(0)
+    net = ReinPatchNetwork(hier_config(patcher=patcher, nr_params=2))
+    x = torch.randn(3, 48, 2).cumsum(1)
+    out = net(x)
+    assert out.shape == (3, 5, 2, 2) and bool(torch.isfinite(out).all())
+    fine, coarse = net.boundaries(x), net.coarse_boundaries(x)
+    assert fine.shape == (3, 2, 12) and coarse.shape == (3, 2, 4)
+    assert bool((coarse.unsqueeze(-1) == fine.unsqueeze(-2)).any(-1).all())
+    assert bool((coarse[..., 0] == 0).all()) and bool((coarse.diff(dim=-1) > 0).all())
+    group = 4 if patcher == "learned" else 1
+    rollout = net.rollout(x)
+    assert rollout.prediction.shape == (3, group, 5, 2, 2)
+    assert rollout.starts.shape == (3, group, 2, 12)
+    assert rollout.coarse_starts.shape == (3, group, 2, 4)
+    assert rollout.log_prob.shape == (3, group, 2) and rollout.entropy.shape == (3, 2)
+    nested = (rollout.coarse_starts.unsqueeze(-1) == rollout.starts.unsqueeze(-2)).any(-1)
+    assert bool(nested.all())
+
+
+def test_rollout_rows_line_up_at_two_levels():
+    """Each (b, g, c) of a two-level rollout is x[b, :, c] under draw g at both levels."""
+    torch.manual_seed(0)
+    net = ReinPatchNetwork(hier_config(backbone_draws=2)).eval()
+    x = torch.randn(2, 48, 2).cumsum(1)
+    torch.manual_seed(7)
+    rollout = net.rollout(x)
+    series = x.transpose(1, 2).reshape(4, 48)
+    stats_ = net.revin.statistics(series)
+    normalised = net.revin.normalise(series, stats_)
+    torch.manual_seed(7)
+    patching = net.patcher.sample(normalised, 12, 4, n_coarse_patches=4)
+    for b in range(2):
+        for c in range(2):
+            r = b * 2 + c
+            for g in range(4):
+                assert torch.equal(rollout.starts[b, g, c], patching.starts[r, g])
+                assert torch.equal(rollout.coarse_starts[b, g, c], patching.coarse_starts[r, g])
+                alone = net.backbone(normalised[r:r + 1], patching.starts[r:r + 1, g:g + 1],
+                                     coarse_starts=patching.coarse_starts[r:r + 1, g:g + 1])
+                expected = alone[0, :, 0] * stats_.std[r] + stats_.mean[r]
+                torch.testing.assert_close(rollout.prediction[b, g, :, c, 0], expected,
+                                           rtol=1e-4, atol=1e-4)
+
+
+def test_coarse_boundaries_agree_with_forward_and_frozen_rollout():
+    """A frozen policy's rollout uses the same two-level decode as coarse_boundaries."""
+    torch.manual_seed(0)
+    net = ReinPatchNetwork(hier_config())
+    net.patcher.freeze()
+    x = torch.randn(3, 48, 2)
+    rollout = net.rollout(x)
+    assert rollout.coarse_starts.shape == (3, 1, 2, 4)
+    assert torch.equal(rollout.coarse_starts[:, 0], net.coarse_boundaries(x))
+    assert torch.equal(rollout.starts[:, 0], net.boundaries(x))
+
+
+@pytest.mark.parametrize("backbone_draws", [None, 2])
+def test_training_losses_at_two_levels_train_every_part(backbone_draws):
+    """One backward reaches both patcher heads and the fine and coarse backbone layers."""
+    torch.manual_seed(0)
+    net = ReinPatchNetwork(hier_config(backbone_draws=backbone_draws))
+    x = torch.randn(3, 48, 2).cumsum(1)
+    y = torch.randn(3, 5, 2)
+    losses = net.training_losses(x, y)
+    for value in (losses.loss, losses.backbone_loss, losses.policy_loss, losses.entropy):
+        assert value.shape == () and bool(torch.isfinite(value))
+    assert losses.mean_patch_length.item() == pytest.approx(48 / 12)
+    losses.loss.backward()
+    parts = {
+        "fine head": net.patcher.output.weight,
+        "coarse head": net.patcher.coarse_output.weight,
+        "fine layers": net.backbone.layers[0].ff_in.weight,
+        "coarse layers": net.backbone.coarse_layers[0].ff_in.weight,
+        "coarse positions": net.backbone.coarse_position_proj.weight,
+        "head": net.backbone.head.weight,
+    }
+    for name, parameter in parts.items():
+        assert parameter.grad is not None and parameter.grad.abs().sum() > 0, name
+
+
+def test_coarse_tokens_change_the_forecast():
+    """Moving the coarse starts (same fine starts) changes the output: the head reads them."""
+    torch.manual_seed(0)
+    backbone = Backbone(BackboneConfig(input_length=32, output_length=4, n_patches=8, d_model=8,
+                                       n_heads=2, n_coarse_patches=3, dropout=0.0)).eval()
+    x = torch.randn(1, 32)
+    starts = torch.arange(0, 32, 4).reshape(1, 1, 8)
+    a = backbone(x, starts, coarse_starts=torch.tensor([[[0, 8, 20]]]))
+    b = backbone(x, starts, coarse_starts=torch.tensor([[[0, 12, 24]]]))
+    assert not torch.allclose(a, b)
