@@ -15,11 +15,10 @@ Q : parameters per forecast step (``nr_params``)
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Callable
-
 import math
 import numbers
+from dataclasses import asdict, dataclass, field
+from typing import Callable
 
 import torch
 import torch.nn.functional as F

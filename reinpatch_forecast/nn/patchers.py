@@ -446,9 +446,10 @@ class UniformPatcher(Patcher):
     """Fixed patches of equal size, as PatchTST (non-overlapping, stride = patch length).
 
     With ``levels=2`` the coarse starts are the uniform patching of the ``N1`` fine patches
-    into ``N2`` runs (:func:`uniform_starts` of ``N1`` and ``N2`` picks which fine starts): every
-    ``R2``-th fine start counted from the end of the window, which is the uniform grid of
-    ``R1 * R2`` steps whenever ``L`` is a multiple of it.
+    into ``N2`` runs (:func:`uniform_starts` of ``N1`` and ``N2`` picks which fine starts):
+    every ``ceil(N1 / N2)``-th fine start counted from the end of the window, plus 0. That is
+    every ``R2``-th fine start, the uniform grid of ``R1 * R2`` steps, whenever ``L`` is a
+    multiple of ``R1 * R2``.
     """
 
     def __init__(self, levels: int = 1) -> None:

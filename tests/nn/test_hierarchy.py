@@ -208,6 +208,9 @@ def test_level_budget_extremes(name):
     assert torch.equal(same.coarse_starts, same.starts)
     every = patcher.decode(x, 20, n_coarse_patches=20)
     assert bool((every.coarse_starts == torch.arange(20)).all())
+    single = patcher.sample(x, 1, 2, n_coarse_patches=1)  # one patch at both levels
+    assert_nested(single, 2, 2, 20, 1, 1)
+    assert torch.equal(single.log_prob, torch.zeros(2, 2))
 
 
 @pytest.mark.parametrize("name", PATCHER_NAMES)
@@ -524,6 +527,8 @@ def test_config_budgets_at_two_levels():
     assert config.compression_rate == (3, 4)
     assert (config.n_patches, config.n_coarse_patches) == (17, 5)
     assert ReinPatchConfig(**config.to_dict()) == config
+    config = hier_config(input_length=50, compression_rate=(2.5, 1.5))  # rates need not be whole
+    assert (config.n_patches, config.n_coarse_patches) == (20, 14)
 
 
 @pytest.mark.parametrize(
