@@ -29,6 +29,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from reinpatch_forecast.foundation import PRETRAINED_SHA256
+
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
 CACHE = RESULTS / "ltsf_runs.jsonl"
@@ -40,6 +42,17 @@ PROFILES = {
                  horizons=[96, 192, 336, 720]),
 }
 UNIFORM_SIZES = (4, 8, 16, 24)
+#: Learning rates tried for the darts peers; the one with the lower validation MSE is reported.
+PEER_LRS = (1e-3, 1e-4)
+PEERS = ("dlinear", "nlinear", "tsmixer")
+#: Compression rates (R1, R2) of the two-level rows.
+LEVEL2_RATES = (8, 2)
+DISPLAY_NAMES = {
+    "foundation": "foundation (zero-shot)",
+    "learned_init": "learned (init from foundation)",
+    "learned_l2": f"learned L2 (R={LEVEL2_RATES[0]},{LEVEL2_RATES[1]})",
+    "uniform_l2": f"uniform L2 (R={LEVEL2_RATES[0]},{LEVEL2_RATES[1]})",
+}
 
 # Published numbers (other code), MSE for H = 96, 192, 336, 720; see shared/design.md §4.
 PUBLISHED = {
@@ -62,7 +75,8 @@ class RunSpec:
 
     dataset: str
     horizon: int
-    model: str  # family: learned, uniform, random, volatility, dlinear, nlinear, tsmixer, repeat
+    model: str  # family: learned, learned_init, foundation, uniform, random, volatility,
+    # dlinear, nlinear, tsmixer, repeat
     params: dict[str, Any] = field(default_factory=dict)
     lookback: int = 96
     settings: dict[str, Any] = field(default_factory=dict)  # training settings shared by all
@@ -143,12 +157,19 @@ def _build_model(spec: RunSpec, args, work_dir: Path):
         model_name=f"ltsf_{spec.key}", work_dir=str(work_dir),
         optimizer_kwargs={"lr": spec.params.get("lr", args.lr)},
     )
+    reinpatch = dict(compression_rate=spec.params.get("R", 8), group_size=spec.params.get("G", 8),
+                     d_model=args.d_model, n_heads=4, n_layers=args.n_layers,
+                     dropout=args.dropout)
     if spec.model in ("learned", "uniform", "random", "volatility"):
-        return ReinPatchModel(
-            patcher=spec.model, compression_rate=spec.params.get("R", 8),
-            group_size=spec.params.get("G", 8), d_model=args.d_model, n_heads=4,
-            n_layers=args.n_layers, dropout=args.dropout, **common,
-        )
+        return ReinPatchModel(patcher=spec.model, **reinpatch, **common)
+    if spec.model in ("learned_l2", "uniform_l2"):  # two levels: fine R1, coarse R2 per fine
+        return ReinPatchModel(patcher=spec.model[:-3], levels=2,
+                              **{**reinpatch, "compression_rate": tuple(spec.params["R"])},
+                              **common)
+    if spec.model == "foundation":  # the shipped patcher, frozen (zero-shot)
+        return ReinPatchModel(patcher="pretrained", **reinpatch, **common)
+    if spec.model == "learned_init":  # GRPG end to end, started from the shipped patcher
+        return ReinPatchModel(patcher="learned", patcher_init="pretrained", **reinpatch, **common)
     if spec.model == "dlinear":
         return DLinearModel(use_reversible_instance_norm=True, **common)
     if spec.model == "nlinear":
@@ -210,6 +231,18 @@ def plan(datasets: list[str], horizons: list[int], models: list[str], lookback: 
                               for r in UNIFORM_SIZES]
                 elif model in ("learned", "random", "volatility"):
                     specs.append(RunSpec(dataset, horizon, model, {"R": 8}, lookback, settings))
+                elif model in ("learned_l2", "uniform_l2"):
+                    # Same fine budget as `learned` (R1 = 8), plus a coarse level (R2 = 2).
+                    specs.append(RunSpec(dataset, horizon, model, {"R": list(LEVEL2_RATES)},
+                                         lookback, settings))
+                elif model in ("foundation", "learned_init"):
+                    # The shipped file's checksum is part of the key: a new patcher, new runs.
+                    specs.append(RunSpec(dataset, horizon, model,
+                                         {"R": 8, "patcher": PRETRAINED_SHA256[:10]},
+                                         lookback, settings))
+                elif model in PEERS:
+                    specs += [RunSpec(dataset, horizon, model, {"lr": lr}, lookback, settings)
+                              for lr in PEER_LRS]
                 else:
                     specs.append(RunSpec(dataset, horizon, model, {}, lookback, settings))
     return specs
@@ -218,21 +251,39 @@ def plan(datasets: list[str], horizons: list[int], models: list[str], lookback: 
 # -- report ------------------------------------------------------------------------------------
 
 
-def rows_for_report(runs: dict[str, dict]) -> list[dict]:
-    """One row per (dataset, horizon, reported model), tuned uniform chosen on validation."""
+def rows_for_report(runs: dict[str, dict], settings: dict[str, Any] | None = None) -> list[dict]:
+    """One row per (dataset, horizon, reported model), tuned uniform chosen on validation.
+
+    Only runs trained with ``settings`` are reported (Repeat trains nothing and always is), so
+    runs of another protocol in the same cache never mix into one table. A darts peer run at
+    several learning rates is reported once, at the rate with the lower validation MSE.
+    """
     by_cell: dict[tuple, list[dict]] = {}
     for record in runs.values():
         spec = record["spec"]
+        if settings is not None and spec["model"] != "repeat" and spec["settings"] != settings:
+            continue
         by_cell.setdefault((spec["dataset"], spec["horizon"]), []).append(record)
     rows = []
     for (dataset, horizon), records in sorted(by_cell.items()):
         uniform = [r for r in records if r["spec"]["model"] == "uniform"]
+        peers: dict[str, list[dict]] = {}
         for record in records:
             spec = record["spec"]
             name = spec["model"]
+            if name in PEERS:
+                peers.setdefault(name, []).append(record)
+                continue
             if name == "uniform":
                 name = f"uniform R={spec['params']['R']}"
+            name = DISPLAY_NAMES.get(name, name)
             rows.append(dict(dataset=dataset, horizon=horizon, model=name, **_scores(record)))
+        for name, tried in sorted(peers.items()):
+            best = min(tried, key=lambda r: r["val_mse"])
+            lr = best["spec"]["params"].get("lr")
+            tuned = len(tried) == len(PEER_LRS)
+            label = f"{name} (lr={lr:g})" if tuned else f"{name} (lr={lr:g}, untuned)"
+            rows.append(dict(dataset=dataset, horizon=horizon, model=label, **_scores(best)))
         if len(uniform) == len(UNIFORM_SIZES):
             best = min(uniform, key=lambda r: r["val_mse"])
             rows.append(dict(dataset=dataset, horizon=horizon,
@@ -246,8 +297,9 @@ def _scores(record: dict) -> dict:
                                    "commit", "date")}
 
 
-def write_report(runs: dict[str, dict], out_dir: Path = RESULTS) -> None:
-    rows = rows_for_report(runs)
+def write_report(runs: dict[str, dict], out_dir: Path = RESULTS,
+                 settings: dict[str, Any] | None = None) -> None:
+    rows = rows_for_report(runs, settings)
     out_dir.mkdir(parents=True, exist_ok=True)
     with (out_dir / "ltsf.csv").open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=["dataset", "horizon", "model", "test_mse",
@@ -266,7 +318,10 @@ def write_report(runs: dict[str, dict], out_dir: Path = RESULTS) -> None:
         "(each row also names the commit and date of its own run in `ltsf.csv`).",
         "Protocol: `reinpatch_forecast.datasets` (train-only scaler, stride-1 windows, every test "
         "window, no `drop_last`). Lookback 96. Early stopping on validation MSE with the best "
-        "epoch restored. `uniform tuned` picks R in {4, 8, 16, 24} on validation MSE.",
+        "epoch restored. `uniform tuned` picks R in {4, 8, 16, 24} on validation MSE; each darts "
+        f"peer (reversible instance norm on) picks its learning rate in {PEER_LRS} on validation "
+        "MSE.",
+        f"Training settings shared by every trained model: `{json.dumps(settings)}`.",
         "",
     ]
     for dataset in sorted(horizons_of):
@@ -325,22 +380,30 @@ def main(argv: list[str] | None = None) -> None:
                                  "dlinear", "nlinear", "tsmixer"])
     parser.add_argument("--lookback", type=int, default=96)
     parser.add_argument("--data-dir", default=str(DEFAULT_DATA))
-    parser.add_argument("--epochs", type=int, default=10)
-    parser.add_argument("--patience", type=int, default=3)
+    parser.add_argument("--epochs", type=int, default=4)
+    parser.add_argument("--patience", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--d-model", type=int, default=64)
     parser.add_argument("--n-layers", type=int, default=2)
     parser.add_argument("--dropout", type=float, default=0.1)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--max-train-windows", type=int, default=None,
-                        help="use only the most recent training windows (default: all)")
+    parser.add_argument("--max-train-windows", type=int, default=2048,
+                        help="train on only the most recent training windows (0: all); the "
+                             "default keeps the full table within a 2-core CPU budget")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch CPU threads (1 lets two benchmark processes share 2 cores)")
     parser.add_argument("--progress", action="store_true")
     parser.add_argument("--report-only", action="store_true")
     parser.add_argument("--out-dir", type=Path, default=RESULTS,
                         help="folder of the run cache and the report")
     args = parser.parse_args(argv)
+    if args.max_train_windows == 0:
+        args.max_train_windows = None
     cache = args.out_dir / "ltsf_runs.jsonl"
+    import torch
+
+    torch.set_num_threads(args.threads)
 
     runs = load_cache(cache)
     if not args.report_only:
@@ -348,6 +411,7 @@ def main(argv: list[str] | None = None) -> None:
         horizons = args.horizons or PROFILES[args.profile]["horizons"]
         settings = {name: getattr(args, name) for name in SETTINGS}
         for spec in plan(datasets, horizons, args.models, args.lookback, settings):
+            runs.update(load_cache(cache))  # another process may share the cache
             if spec.key in runs:
                 continue
             print(f"[ltsf] {spec.dataset} H={spec.horizon} {spec.label} ...", flush=True)
@@ -357,8 +421,9 @@ def main(argv: list[str] | None = None) -> None:
             print(f"[ltsf]   test MSE {record['test_mse']:.4f} MAE {record['test_mae']:.4f} "
                   f"val MSE {record['val_mse']:.4f} ({record['train_seconds']:.0f} s, "
                   f"{record['epochs']} epochs)", flush=True)
-            write_report(runs, args.out_dir)
-    write_report(runs, args.out_dir)
+            write_report(runs, args.out_dir, settings)
+    runs.update(load_cache(cache))
+    write_report(runs, args.out_dir, {name: getattr(args, name) for name in SETTINGS})
     print(f"[ltsf] report: {args.out_dir / 'ltsf.md'}")
 
 

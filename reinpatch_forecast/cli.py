@@ -13,6 +13,10 @@ predict
     Forecast the rows after the end of a CSV file with a saved model; write a CSV.
 segment
     Plot where a saved model's patcher cuts the last window of a CSV file.
+pretrain-patcher
+    Pretrain a foundation patcher (``reinpatch_forecast.foundation.pretrain_patcher``) on the
+    default corpus (``reinpatch_forecast.corpus``) and save it; the command that reproduces the
+    patcher shipped in ``reinpatch_forecast/pretrained/``.
 
 Every subcommand has ``--help``. Errors print one line on stderr: exit code 2 for bad
 arguments, 1 for a failure at run time (a missing or unreadable file, a missing column, a
@@ -363,6 +367,42 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_pretrain_patcher(args: argparse.Namespace) -> int:
+    import torch
+
+    from .corpus import default_corpus
+    from .foundation import file_sha256, pretrain_patcher, save_patcher
+
+    out = _output_path(args.out)
+    if args.data_dir is not None and not Path(args.data_dir).is_dir():
+        raise CLIError(f"--data-dir {args.data_dir} is not a folder (it should hold the LTSF "
+                       "CSVs, e.g. ETTh1.csv.gz); omit it to leave the LTSF series out.")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    corpus = default_corpus(args.data_dir, random_state=args.seed)
+    print(f"corpus: {len(corpus)} series, {sum(len(v) for v in corpus.values())} steps"
+          + ("" if args.data_dir else " (no LTSF training splits: --data-dir not given)"))
+    began = time.perf_counter()
+    with _quiet_lightning():
+        result = pretrain_patcher(
+            corpus, input_chunk_length=args.lookback, output_chunk_length=args.horizon,
+            compression_rate=args.compression_rate, group_size=args.group_size,
+            n_epochs=args.epochs, max_windows_per_series=args.max_windows,
+            random_state=args.seed, verbose=not args.quiet,
+        )
+    seconds = time.perf_counter() - began
+    for epoch in result.history:
+        print(f"epoch {epoch.epoch}: reward {epoch.reward:.4f}, val MSE {epoch.val_mse:.4f}")
+    _make_parent(out)
+    try:
+        save_patcher(result.patcher, out)
+    except OSError as error:
+        raise CLIError(f"cannot write the patcher to {args.out}: {_one_line(error)}") from None
+    print(f"pretrained on {result.n_train_windows} windows per epoch in {seconds:.0f} s")
+    print(f"saved the patcher to {out} (SHA-256 {file_sha256(out)})")
+    return 0
+
+
 def _model_and_series(args: argparse.Namespace):
     """The saved model, its target columns and the CSV's series, long enough for the model."""
     model = _load_model(args.model, args)
@@ -543,6 +583,36 @@ def build_parser() -> argparse.ArgumentParser:
     _add_csv_options(segment)
     _add_quiet(segment)
     segment.set_defaults(handler=_cmd_segment, accelerator="cpu")
+
+    pretrain = commands.add_parser(
+        "pretrain-patcher", help="pretrain a foundation patcher on the default corpus",
+        description="Pretrain a standalone patcher by GRPG on the default corpus (series "
+                    "bundled with sktime and statsmodels, synthetic series, and with "
+                    "--data-dir the training splits of the LTSF files) and save it; use it "
+                    "with ReinPatchModel(patcher=FILE) or fit --patcher FILE.",
+        epilog=f"example: {PROG} pretrain-patcher --data-dir shared/data --out patcher.pt",
+    )
+    pretrain.add_argument("--out", required=True, metavar="FILE", help="patcher file to write")
+    pretrain.add_argument("--data-dir", default=None, metavar="DIR",
+                          help="folder of the LTSF CSVs; only their training splits are used "
+                               "(default: leave them out)")
+    pretrain.add_argument("--lookback", type=_positive_int, default=64, metavar="L",
+                          help="lookback of the pretraining task (default: %(default)s)")
+    pretrain.add_argument("--horizon", type=_positive_int, default=16, metavar="H",
+                          help="horizon of the pretraining task (default: %(default)s)")
+    pretrain.add_argument("--compression-rate", type=_positive_float, default=8.0, metavar="R",
+                          help="average patch length (default: %(default)s)")
+    pretrain.add_argument("--group-size", type=_positive_int, default=8, metavar="G",
+                          help="GRPG group size (default: %(default)s)")
+    pretrain.add_argument("--epochs", type=_positive_int, default=10,
+                          help="epochs (default: %(default)s)")
+    pretrain.add_argument("--max-windows", type=_positive_int, default=256, metavar="N",
+                          help="most recent training windows per series (default: %(default)s)")
+    pretrain.add_argument("--threads", type=_positive_int, default=None,
+                          help="torch CPU threads (default: torch's choice)")
+    pretrain.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
+    _add_quiet(pretrain)
+    pretrain.set_defaults(handler=_cmd_pretrain_patcher)
     return parser
 
 

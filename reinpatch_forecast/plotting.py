@@ -233,7 +233,8 @@ def plot_segmentation(
     coarse_starts
         Optional second level of boundaries (the ``levels`` hook of a hierarchical patcher),
         ``(N2,)`` or ``(C, N2)``, each row a subset of the same component's starts. Coarse
-        boundaries are drawn as thick solid lines.
+        boundaries are drawn as thick solid lines. Default: the ``coarse_starts`` of a
+        two-level ``PatchBoundaries`` given as the first or second argument.
     components
         Names or indices of the components to draw; default all.
     title
@@ -306,6 +307,10 @@ def plot_segmentation(
             starts = boundaries.starts
         else:
             starts = boundaries
+    # A two-level PatchBoundaries carries its coarse starts; an explicit argument wins.
+    for source in (series_or_boundaries, boundaries):
+        if coarse_starts is None and _is_boundaries(source):
+            coarse_starts = getattr(source, "coarse_starts", None)
     length = values.shape[0]
     if length < 2:
         raise ValueError(f"The window has {length} step(s); a segmentation needs at least 2.")

@@ -36,7 +36,12 @@ from darts.utils.likelihood_models.base import LikelihoodType
 from darts.utils.likelihood_models.torch import GaussianLikelihood
 from darts.utils.serialization import add_safe_globals
 
-from ..foundation import load_patcher, patcher_from_state, patcher_state
+from ..foundation import (
+    load_patcher,
+    load_pretrained_patcher,
+    patcher_from_state,
+    patcher_state,
+)
 from ..nn import PATCHER_NAMES, LearnedPatcher, ReinPatchConfig, ReinPatchNetwork
 from ..nn.segments import patch_lengths
 from ..validation import (
@@ -173,12 +178,16 @@ class PatchBoundaries:
         ``(C, N)`` int64: start positions (0-based, into the window) of the patches, per component.
     components
         The ``C`` component names.
+    coarse_starts
+        ``(C, N2)`` int64: the coarse (level-2) starts of a two-level model, each also in
+        ``starts``; ``None`` for ``levels=1``.
     """
 
     time_index: pd.Index
     values: np.ndarray
     starts: np.ndarray
     components: list[str]
+    coarse_starts: np.ndarray | None = None
 
     @property
     def n_patches(self) -> int:
@@ -187,6 +196,25 @@ class PatchBoundaries:
     def start_times(self, component: int = 0) -> pd.Index:
         """Time stamps at which the patches of one component start."""
         return self.time_index[self.starts[component]]
+
+
+def _patcher_state_of(value: Any, argument: str) -> dict:
+    """The plain state of a patcher given as ``"pretrained"``, an object, a state or a path."""
+    if isinstance(value, LearnedPatcher):
+        return patcher_state(value)
+    if isinstance(value, dict):
+        patcher_from_state(value, source=f"{argument}")  # validates
+        return value
+    if isinstance(value, str) and value == "pretrained":
+        return patcher_state(load_pretrained_patcher())
+    if isinstance(value, (str, os.PathLike)) and os.path.isfile(value):
+        return patcher_state(load_patcher(value))
+    names = ", ".join(map(repr, PATCHER_NAMES)) + ", " if argument == "patcher" else ""
+    raise ValueError(
+        f"{argument} must be one of {names}'pretrained', a LearnedPatcher or the path of a "
+        f"patcher file saved with reinpatch_forecast.foundation.save_patcher; got {value!r}"
+        + (" (no such file)." if isinstance(value, (str, os.PathLike)) else ".")
+    )
 
 
 def _as_float32(series):
@@ -217,12 +245,25 @@ class ReinPatchModel(PastCovariatesTorchModel):
         Steps between the end of the input and the start of the output.
     compression_rate
         Average patch length: every series gets exactly ``ceil(L / compression_rate)`` patches.
+        With ``levels=2``, a pair ``(R1, R2)``: ``N1 = ceil(L / R1)`` fine patches and
+        ``N2 = ceil(N1 / R2)`` coarse ones, e.g. ``(4, 4)`` for 4x then 16x overall.
+    levels
+        Boundary levels: 1 (default), or 2 for coarse patches nested in the fine ones (drawn by
+        a second policy head among the fine starts); the backbone then runs blocks on the fine
+        tokens, pools them into coarse tokens, runs blocks there and reads both.
     patcher
         ``"learned"`` (ReinPatch, default), ``"uniform"`` (PatchTST-like fixed patches),
         ``"random"``, ``"volatility"`` (cut at the largest jumps), or a foundation patcher: a
         :class:`~reinpatch_forecast.nn.LearnedPatcher` or the path of one saved with
         :func:`~reinpatch_forecast.foundation.save_patcher`. A foundation patcher is frozen:
         only the backbone trains, with no group rollouts.
+        ``"pretrained"`` is the foundation patcher shipped in the package
+        (:func:`~reinpatch_forecast.foundation.load_pretrained_patcher`).
+    patcher_init
+        With ``patcher="learned"``: start GRPG from these weights instead of a random policy,
+        and train them end to end. ``"pretrained"`` (the shipped foundation patcher), a
+        :class:`~reinpatch_forecast.nn.LearnedPatcher` or the path of a saved patcher; ``None``
+        (default) starts from a random policy.
     group_size
         ``G``: patchings drawn per series in a training step (>= 2 for ``"learned"``).
     backbone_draws
@@ -272,8 +313,10 @@ class ReinPatchModel(PastCovariatesTorchModel):
         input_chunk_length: int,
         output_chunk_length: int,
         output_chunk_shift: int = 0,
-        compression_rate: float = 8,
+        compression_rate: float | tuple[float, float] = 8,
+        levels: int = 1,
         patcher: str | os.PathLike | LearnedPatcher | dict = "learned",
+        patcher_init: str | os.PathLike | LearnedPatcher | dict | None = None,
         group_size: int = 8,
         backbone_draws: int | None = None,
         patcher_lr: float | None = None,
@@ -300,31 +343,37 @@ class ReinPatchModel(PastCovariatesTorchModel):
         # A patcher object or file becomes a plain state (tensors and primitives), so that the
         # model pickles and darts can load it without trusting arbitrary classes.
         self._foundation_state: dict | None = None
+        self._init_state: dict | None = None
         if isinstance(patcher, str) and patcher in PATCHER_NAMES:
             patcher_name = patcher
         else:
-            if isinstance(patcher, LearnedPatcher):
-                self._foundation_state = patcher_state(patcher)
-            elif isinstance(patcher, dict):
-                self._foundation_state = patcher
-                patcher_from_state(patcher)  # validates
-            elif isinstance(patcher, (str, os.PathLike)) and os.path.isfile(patcher):
-                self._foundation_state = patcher_state(load_patcher(patcher))
-            else:
-                raise ValueError(
-                    f"patcher must be one of {', '.join(map(repr, PATCHER_NAMES))}, a "
-                    f"LearnedPatcher or the path of a saved patcher file; got {patcher!r}."
-                )
+            self._foundation_state = _patcher_state_of(patcher, "patcher")
             self.model_params["patcher"] = self._foundation_state
             patcher_name = "learned"
+        if patcher_init is not None:
+            if patcher != "learned":
+                raise ValueError(
+                    f"patcher_init starts the learned patcher from given weights, so it needs "
+                    f"patcher='learned', got patcher={patcher!r}. To use a pretrained patcher "
+                    "frozen instead, pass it as patcher=... and leave patcher_init=None."
+                )
+            self._init_state = _patcher_state_of(patcher_init, "patcher_init")
+            self.model_params["patcher_init"] = self._init_state
         self.patcher_lr = patcher_lr
-        learned_sizes = (
-            self._foundation_state["config"] if self._foundation_state is not None else {}
-        )
+        given = self._foundation_state or self._init_state
+        learned_sizes = given["config"] if given is not None else {}
+        if given is not None and learned_sizes.get("levels", 1) != levels:
+            raise ValueError(
+                f"The given patcher has levels={learned_sizes.get('levels', 1)} but the model "
+                f"has levels={levels}: a patcher draws as many boundary levels as it was "
+                "trained for. Use a patcher pretrained with the same levels (the shipped one "
+                "has levels=1), or patcher='learned' without patcher_init."
+            )
         self.network_params = dict(
             input_length=input_chunk_length,
             output_length=output_chunk_length,
             compression_rate=compression_rate,
+            levels=levels,
             patcher=patcher_name,
             group_size=group_size,
             backbone_draws=backbone_draws,
@@ -365,10 +414,9 @@ class ReinPatchModel(PastCovariatesTorchModel):
             patcher_lr=self.patcher_lr,
             **self.pl_module_params,
         )
-        if self._foundation_state is not None:
-            module.network.patcher.load_state_dict(
-                patcher_from_state(self._foundation_state).state_dict()
-            )
+        given = self._foundation_state or self._init_state
+        if given is not None:
+            module.network.patcher.load_state_dict(patcher_from_state(given).state_dict())
         return module
 
     @property
@@ -638,12 +686,17 @@ class ReinPatchModel(PastCovariatesTorchModel):
         with torch.inference_mode():
             x = torch.as_tensor(windows, dtype=self.model.dtype, device=self.model.device)
             starts = network.boundaries(x).cpu().numpy()  # (S, C, N)
+            coarse = (
+                network.coarse_boundaries(x).cpu().numpy()  # (S, C, N2)
+                if network.config.levels == 2 else None
+            )
         results = [
             PatchBoundaries(
                 time_index=s.time_index[-length:],
                 values=windows[i],
                 starts=starts[i],
                 components=list(s.components),
+                coarse_starts=None if coarse is None else coarse[i],
             )
             for i, s in enumerate(series_list)
         ]

@@ -7,8 +7,8 @@ G : group size (patchings drawn per row)
 L : lookback length
 N : patches per row (the token budget); ``k = N - 1`` starts are chosen, position 0 always starts
 M : candidate start positions, ``M = L - 1`` (positions ``1 .. L-1``)
-N1, N2 : fine (level-1) and coarse (level-2) patches of a two-level patching, ``N2 <= N1``;
-    ``k1 = N1 - 1`` and ``k2 = N2 - 1`` starts are chosen at each level
+N1, N2 : fine (level-1) and coarse (level-2) patches of a two-level patching, ``N2 <= N1``
+k1, k2 : starts chosen at each level, ``k1 = N1 - 1`` and ``k2 = N2 - 1``
 
 Every patcher maps a normalised series ``x`` ``(R, L)`` to a :class:`Patching`. Only
 :class:`LearnedPatcher` has parameters, and none of them depends on ``L``, on the number of

@@ -92,13 +92,21 @@ class ReinPatchForecaster(BaseForecaster):
     input_chunk_length : int, default=96
         Lookback: the number of past steps the network reads. Every series passed to ``fit``
         needs at least ``input_chunk_length + max(fh)`` steps.
-    compression_rate : float, default=8
+    compression_rate : float or (float, float), default=8
         Average patch length: every series is cut into exactly
-        ``ceil(input_chunk_length / compression_rate)`` patches.
+        ``ceil(input_chunk_length / compression_rate)`` patches. With ``levels=2``, a pair
+        ``(R1, R2)``: ``N1 = ceil(L / R1)`` fine patches and ``N2 = ceil(N1 / R2)`` coarse ones.
+    levels : int, default=1
+        Boundary levels: 1, or 2 for coarse patches nested in the fine ones (hierarchical
+        patching; the backbone models both resolutions).
     patcher : str, path or LearnedPatcher, default="learned"
         ``"learned"`` (ReinPatch), ``"uniform"`` (fixed patches, PatchTST-like), ``"random"``,
-        ``"volatility"`` (cut at the largest jumps), or a foundation patcher (a
-        :class:`~reinpatch_forecast.nn.LearnedPatcher` or the path of a saved one), used frozen.
+        ``"volatility"`` (cut at the largest jumps), or a foundation patcher used frozen:
+        ``"pretrained"`` (the one shipped in the package), a
+        :class:`~reinpatch_forecast.nn.LearnedPatcher` or the path of a saved one.
+    patcher_init : str, path, LearnedPatcher or None, default=None
+        With ``patcher="learned"``: start GRPG from these weights (``"pretrained"``, a
+        ``LearnedPatcher`` or a path) instead of a random policy.
     group_size : int, default=8
         Patchings drawn per series in a training step (>= 2 for ``"learned"``).
     patcher_lr : float or None, default=None
@@ -219,8 +227,10 @@ class ReinPatchForecaster(BaseForecaster):
     def __init__(
         self,
         input_chunk_length: int = 96,
-        compression_rate: float = 8,
+        compression_rate: float | tuple[float, float] = 8,
+        levels: int = 1,
         patcher: Any = "learned",
+        patcher_init: Any = None,
         group_size: int = 8,
         patcher_lr: float | None = None,
         entropy_coef: float = 1e-3,
@@ -242,7 +252,9 @@ class ReinPatchForecaster(BaseForecaster):
     ) -> None:
         self.input_chunk_length = input_chunk_length
         self.compression_rate = compression_rate
+        self.levels = levels
         self.patcher = patcher
+        self.patcher_init = patcher_init
         self.group_size = group_size
         self.patcher_lr = patcher_lr
         self.entropy_coef = entropy_coef
@@ -298,6 +310,7 @@ class ReinPatchForecaster(BaseForecaster):
         return dict(
             input_length=self.input_chunk_length,
             compression_rate=self.compression_rate,
+            levels=self.levels,
             patcher=self.patcher,
             group_size=self.group_size,
             entropy_coef=self.entropy_coef,
@@ -343,6 +356,7 @@ class ReinPatchForecaster(BaseForecaster):
             input_chunk_length=self.input_chunk_length,
             output_chunk_length=horizon,
             **network,
+            patcher_init=self.patcher_init,
             patcher_lr=self.patcher_lr,
             batch_size=self.batch_size,
             n_epochs=self.n_epochs,

@@ -1,0 +1,191 @@
+"""The foundation patcher: the shipped file, pretraining, zero-shot use and GRPG from it."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+import torch
+from darts import TimeSeries
+
+from reinpatch_forecast import foundation
+from reinpatch_forecast.corpus import SYNTHETIC_KINDS, synthetic_series
+from reinpatch_forecast.foundation import (
+    PRETRAINED_SHA256,
+    file_sha256,
+    load_patcher,
+    load_pretrained_patcher,
+    patcher_state,
+    pretrain_patcher,
+    pretrained_patcher_path,
+    save_patcher,
+)
+from reinpatch_forecast.nn import LearnedPatcher
+
+
+def _weights(patcher: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in patcher.state_dict().items()}
+
+
+def _same(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+# -- the shipped file --------------------------------------------------------------------------
+
+
+def test_shipped_patcher_checksum_size_and_load():
+    path = pretrained_patcher_path()
+    assert path.is_file()
+    assert path.stat().st_size < 5 * 1024 * 1024
+    assert file_sha256(path) == PRETRAINED_SHA256
+    patcher = load_pretrained_patcher()
+    assert isinstance(patcher, LearnedPatcher)
+    assert _same(_weights(patcher), _weights(load_patcher(path)))
+
+
+def test_shipped_patcher_works_at_any_lookback_and_budget():
+    patcher = load_pretrained_patcher()
+    for length, n_patches in ((16, 2), (96, 12), (336, 21), (720, 90)):
+        x = torch.randn(3, length)
+        starts = patcher.decode(x, n_patches).starts  # (3, 1, N)
+        assert starts.shape == (3, 1, n_patches)
+        assert bool((starts[..., 0] == 0).all())
+        assert bool((starts.diff(dim=-1) > 0).all())
+
+
+def test_damaged_shipped_patcher_is_refused(tmp_path, monkeypatch):
+    copy = tmp_path / "patcher.pt"
+    shutil.copy(pretrained_patcher_path(), copy)
+    data = bytearray(copy.read_bytes())
+    data[-10] ^= 0xFF
+    copy.write_bytes(bytes(data))
+    monkeypatch.setattr(foundation, "pretrained_patcher_path", lambda: copy)
+    with pytest.raises(ValueError, match="damaged.*reinstall"):
+        load_pretrained_patcher()
+
+
+# -- pretraining -------------------------------------------------------------------------------
+
+
+def _tiny_pretrain(**overrides):
+    params = dict(input_chunk_length=24, output_chunk_length=6, compression_rate=4,
+                  group_size=4, n_epochs=2, batch_size=32, max_windows_per_series=32,
+                  d_model=16, random_state=3)
+    params.update(overrides)
+    return pretrain_patcher(synthetic_series(n_series=8, length=160, random_state=1), **params)
+
+
+def test_pretrain_patcher_is_seeded_and_reports_every_epoch():
+    first = _tiny_pretrain()
+    second = _tiny_pretrain()
+    other = _tiny_pretrain(random_state=4)
+    assert _same(_weights(first.patcher), _weights(second.patcher))
+    assert not _same(_weights(first.patcher), _weights(other.patcher))
+    assert [e.epoch for e in first.history] == [0, 1]
+    assert all(np.isfinite([e.reward, e.val_mse]).all() for e in first.history)
+    assert all(e.reward < 0 for e in first.history)  # a reward is minus a loss
+    assert first.history == second.history
+    assert first.n_series == 8
+    assert first.patcher.trainable
+    # the patcher moved away from its initial weights
+    with torch.random.fork_rng():
+        torch.manual_seed(3)
+        initial = LearnedPatcher()
+    assert not _same(_weights(initial), _weights(first.patcher))
+
+
+def test_pretrain_accepts_darts_pandas_and_numpy_series_of_any_length():
+    rng = np.random.default_rng(0)
+    corpus = [
+        TimeSeries.from_values(rng.normal(size=70).astype(np.float32)),
+        rng.normal(size=(300, 1)),
+        rng.normal(size=55) * 1e4 + 3e4,  # large scale: standardised per series
+    ]
+    result = pretrain_patcher(corpus, input_chunk_length=24, output_chunk_length=6,
+                              compression_rate=4, group_size=2, n_epochs=1, d_model=16,
+                              max_windows_per_series=16)
+    assert result.n_series == 3
+    assert np.isfinite(result.history[0].val_mse)
+    assert result.history[0].val_mse < 100  # standardised, not on the raw 1e4 scale
+
+
+@pytest.mark.parametrize("corpus, match", [
+    ([], "empty"),
+    ([np.ones((50, 2))], "univariate"),
+    ([np.r_[np.ones(40), np.nan, np.ones(40)]], "NaN"),
+    ({"short": np.ones(20), "long": np.ones(200)}, "too short.*short \\(20 steps\\)"),
+])
+def test_pretrain_rejects_bad_corpora(corpus, match):
+    with pytest.raises(ValueError, match=match):
+        pretrain_patcher(corpus, input_chunk_length=24, output_chunk_length=6)
+
+
+def test_synthetic_series_cover_every_kind_and_are_seeded():
+    a = synthetic_series(n_series=len(SYNTHETIC_KINDS), length=200, random_state=5)
+    b = synthetic_series(n_series=len(SYNTHETIC_KINDS), length=200, random_state=5)
+    assert {name.split("/")[1] for name in a} == set(SYNTHETIC_KINDS)
+    assert all(np.array_equal(a[k], b[k]) and np.isfinite(a[k]).all() for k in a)
+
+
+# -- zero-shot and init in the darts model -----------------------------------------------------
+
+
+def test_pretrained_patcher_is_frozen_and_trains_without_rollouts(make_model, series):
+    model = make_model(patcher="pretrained")
+    shipped = _weights(load_pretrained_patcher())
+    model.fit(series)
+    network = model.model.network
+    assert not network.trains_patcher
+    assert network.rollout(torch.randn(2, 24, 1)).prediction.shape[1] == 1  # G = 1
+    assert _same(_weights(network.patcher), shipped)
+    assert model.predict(6).n_timesteps == 6
+
+
+def test_patcher_init_starts_grpg_from_the_pretrained_weights(make_model, series):
+    shipped = _weights(load_pretrained_patcher())
+    # With the patcher's learning rate at 0 its weights stay where they started.
+    still = make_model(patcher_init="pretrained", patcher_lr=0.0, n_epochs=1)
+    still.fit(series)
+    assert still.model.network.trains_patcher
+    assert _same(_weights(still.model.network.patcher), shipped)
+    model = make_model(patcher_init="pretrained", n_epochs=1)
+    model.fit(series)
+    assert not _same(_weights(model.model.network.patcher), shipped)  # GRPG moved them
+
+
+def test_patcher_init_from_a_file_and_from_an_object(make_model, series, tmp_path):
+    torch.manual_seed(7)
+    start = LearnedPatcher(hidden_size=8, n_layers=2)
+    path = tmp_path / "start.pt"
+    save_patcher(start, path)
+    for given in (start, path):
+        model = make_model(patcher_init=given, n_epochs=1)
+        model.fit(series)
+        patcher = model.model.network.patcher
+        assert patcher.hidden_size == 8 and patcher.n_layers == 2  # sizes come from the file
+        assert patcher.trainable
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(patcher="uniform", patcher_init="pretrained"), "needs patcher='learned'"),
+    (dict(patcher_init="no/such/file.pt"), "patcher_init must be.*no such file"),
+    (dict(patcher="no/such/file.pt"), "patcher must be one of.*'pretrained'"),
+])
+def test_bad_patcher_arguments(make_model, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        make_model(**kwargs)
+
+
+def test_pretrained_model_saves_and_loads_identically(make_model, series, tmp_path):
+    from reinpatch_forecast import ReinPatchModel
+
+    model = make_model(patcher="pretrained", n_epochs=1)
+    model.fit(series)
+    path = tmp_path / "model.pt"
+    model.save(str(path))
+    loaded = ReinPatchModel.load(str(path))
+    np.testing.assert_array_equal(model.predict(6).values(), loaded.predict(6).values())
+    assert patcher_state(loaded.model.network.patcher)["config"] == \
+        patcher_state(load_pretrained_patcher())["config"]
