@@ -157,7 +157,9 @@ def _build_model(spec: RunSpec, args, work_dir: Path):
         model_name=f"ltsf_{spec.key}", work_dir=str(work_dir),
         optimizer_kwargs={"lr": spec.params.get("lr", args.lr)},
     )
+    draws = spec.params.get("draws", "all")
     reinpatch = dict(compression_rate=spec.params.get("R", 8), group_size=spec.params.get("G", 8),
+                     backbone_draws=None if draws == "all" else draws,
                      d_model=args.d_model, n_heads=4, n_layers=args.n_layers,
                      dropout=args.dropout)
     if spec.model in ("learned", "uniform", "random", "volatility"):
@@ -221,31 +223,40 @@ SETTINGS = ("epochs", "batch_size", "lr", "patience", "d_model", "n_layers", "dr
 
 
 def plan(datasets: list[str], horizons: list[int], models: list[str], lookback: int,
-         settings: dict[str, Any]) -> list[RunSpec]:
+         settings: dict[str, Any], learned_draws: int | str = 1) -> list[RunSpec]:
+    """Every run of the table, cell by cell (dataset, horizon), in the order of ``models``."""
     specs = []
     for dataset in datasets:
         for horizon in horizons:
             for model in models:
-                if model == "uniform":
-                    specs += [RunSpec(dataset, horizon, "uniform", {"R": r}, lookback, settings)
-                              for r in UNIFORM_SIZES]
-                elif model in ("learned", "random", "volatility"):
-                    specs.append(RunSpec(dataset, horizon, model, {"R": 8}, lookback, settings))
-                elif model in ("learned_l2", "uniform_l2"):
-                    # Same fine budget as `learned` (R1 = 8), plus a coarse level (R2 = 2).
-                    specs.append(RunSpec(dataset, horizon, model, {"R": list(LEVEL2_RATES)},
-                                         lookback, settings))
-                elif model in ("foundation", "learned_init"):
-                    # The shipped file's checksum is part of the key: a new patcher, new runs.
-                    specs.append(RunSpec(dataset, horizon, model,
-                                         {"R": 8, "patcher": PRETRAINED_SHA256[:10]},
-                                         lookback, settings))
-                elif model in PEERS:
-                    specs += [RunSpec(dataset, horizon, model, {"lr": lr}, lookback, settings)
-                              for lr in PEER_LRS]
-                else:
-                    specs.append(RunSpec(dataset, horizon, model, {}, lookback, settings))
+                specs += _family_runs(dataset, horizon, model, lookback, settings, learned_draws)
     return specs
+
+
+def _family_runs(dataset: str, horizon: int, model: str, lookback: int,
+                 settings: dict[str, Any], learned_draws: int | str) -> list[RunSpec]:
+    def run(params: dict[str, Any]) -> RunSpec:
+        return RunSpec(dataset, horizon, model, params, lookback, settings)
+
+    if model == "uniform":
+        return [run({"R": r}) for r in UNIFORM_SIZES]
+    if model in PEERS:
+        return [run({"lr": lr}) for lr in PEER_LRS]
+    if model in ("random", "volatility"):
+        return [run({"R": 8})]
+    if model == "uniform_l2":
+        return [run({"R": list(LEVEL2_RATES)})]
+    if model == "foundation":
+        # The shipped file's checksum is part of the key: a new patcher, new runs.
+        return [run({"R": 8, "patcher": PRETRAINED_SHA256[:10]})]
+    if model in ("learned", "learned_init", "learned_l2"):
+        # GRPG rows name their group and how many draws train the backbone.
+        params = {"R": list(LEVEL2_RATES) if model == "learned_l2" else 8, "G": 8,
+                  "draws": learned_draws}
+        if model == "learned_init":
+            params["patcher"] = PRETRAINED_SHA256[:10]
+        return [run(params)]
+    return [run({})]
 
 
 # -- report ------------------------------------------------------------------------------------
@@ -277,6 +288,8 @@ def rows_for_report(runs: dict[str, dict], settings: dict[str, Any] | None = Non
             if name == "uniform":
                 name = f"uniform R={spec['params']['R']}"
             name = DISPLAY_NAMES.get(name, name)
+            if spec["params"].get("draws") == "all":
+                name += " [backbone on all G draws]"
             rows.append(dict(dataset=dataset, horizon=horizon, model=name, **_scores(record)))
         for name, tried in sorted(peers.items()):
             best = min(tried, key=lambda r: r["val_mse"])
@@ -393,6 +406,9 @@ def main(argv: list[str] | None = None) -> None:
                              "default keeps the full table within a 2-core CPU budget")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch CPU threads (1 lets two benchmark processes share 2 cores)")
+    parser.add_argument("--learned-draws", type=int, default=1,
+                        help="GRPG draws per series that train the backbone in the learned "
+                             "rows (the others only score rewards); 0: all G")
     parser.add_argument("--progress", action="store_true")
     parser.add_argument("--report-only", action="store_true")
     parser.add_argument("--out-dir", type=Path, default=RESULTS,
@@ -410,7 +426,8 @@ def main(argv: list[str] | None = None) -> None:
         datasets = args.datasets or PROFILES[args.profile]["datasets"]
         horizons = args.horizons or PROFILES[args.profile]["horizons"]
         settings = {name: getattr(args, name) for name in SETTINGS}
-        for spec in plan(datasets, horizons, args.models, args.lookback, settings):
+        draws = "all" if args.learned_draws == 0 else args.learned_draws
+        for spec in plan(datasets, horizons, args.models, args.lookback, settings, draws):
             runs.update(load_cache(cache))  # another process may share the cache
             if spec.key in runs:
                 continue

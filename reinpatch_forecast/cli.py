@@ -525,7 +525,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="average patch length: ceil(L / R) patches per window "
                           "(default: %(default)s)")
     fit.add_argument("--patcher", default="learned", metavar="NAME_OR_FILE",
-                     help="learned, uniform, random, volatility, or the file of a saved "
+                     help="learned, uniform, random, volatility, pretrained (the foundation "
+                          "patcher shipped in the package, frozen), or the file of a saved "
                           "foundation patcher (default: %(default)s)")
     fit.add_argument("--group-size", type=_positive_int, default=8, metavar="G",
                      help="patchings drawn per series in a training step (default: "

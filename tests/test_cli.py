@@ -192,7 +192,7 @@ def test_usage_errors_exit_2_with_one_line(argv, message, capsys):
 
 
 def test_help_of_every_subcommand(capsys):
-    for command in ("demo", "fit", "predict", "segment"):
+    for command in ("demo", "fit", "predict", "segment", "pretrain-patcher"):
         assert main([command, "--help"]) == 0
         assert f"usage: reinpatch-forecast {command}" in capsys.readouterr().out
 
@@ -205,5 +205,35 @@ def test_installed_console_script_help():
     result = subprocess.run([executable, "--help"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert "usage: reinpatch-forecast" in result.stdout
-    for command in ("demo", "fit", "predict", "segment"):
+    for command in ("demo", "fit", "predict", "segment", "pretrain-patcher"):
         assert command in result.stdout
+
+
+def test_pretrain_patcher_writes_a_loadable_patcher(tmp_path, capsys):
+    from reinpatch_forecast.foundation import file_sha256, load_patcher
+
+    out = tmp_path / "patchers" / "mine.pt"
+    code = main(["pretrain-patcher", "--out", str(out), "--lookback", "32", "--horizon", "8",
+                 "--epochs", "1", "--max-windows", "2", "--group-size", "2", "--quiet"])
+    printed = capsys.readouterr().out
+    assert code == 0
+    assert "no LTSF training splits" in printed  # --data-dir not given, and it says so
+    assert "epoch 0: reward -" in printed
+    assert file_sha256(out) in printed
+    assert load_patcher(out).hidden_size == 32
+
+
+def test_pretrain_patcher_with_a_missing_data_dir(tmp_path, capsys):
+    code = main(["pretrain-patcher", "--out", str(tmp_path / "p.pt"),
+                 "--data-dir", str(tmp_path / "nowhere")])
+    assert code == 1
+    assert "is not a folder" in capsys.readouterr().err
+
+
+def test_fit_with_the_shipped_pretrained_patcher(tmp_path, capsys):
+    csv = _write_csv(tmp_path / "data.csv")
+    out = tmp_path / "model.pt"
+    code = main(["fit", "--csv", str(csv), "--target", "load", "--out", str(out),
+                 "--patcher", "pretrained", *TINY])
+    assert code == 0
+    assert "pretrained patcher" in capsys.readouterr().out

@@ -334,3 +334,30 @@ def test_error_pretrain_without_fh():
 def test_error_invalid_parameters_at_construction(params, match):
     with pytest.raises(ValueError, match=match):
         ReinPatchForecaster(**params)
+
+
+# -- foundation patcher and two levels ---------------------------------------------------------
+def test_shipped_foundation_patcher_zero_shot_and_as_init(airline):
+    from reinpatch_forecast.foundation import load_pretrained_patcher
+
+    shipped = [p.detach().clone() for p in load_pretrained_patcher().parameters()]
+    zero_shot = tiny(patcher="pretrained", n_epochs=1).fit(airline, fh=[1, 2, 3])
+    network = zero_shot.get_fitted_params()["model"].model.network
+    assert not network.trains_patcher
+    assert all(torch.equal(a, b) for a, b in zip(shipped, network.patcher.parameters()))
+    assert np.isfinite(zero_shot.predict().to_numpy()).all()
+
+    warm = tiny(patcher_init="pretrained", group_size=2, n_epochs=1).fit(airline, fh=[1, 2])
+    network = warm.get_fitted_params()["model"].model.network
+    assert network.trains_patcher
+    assert not all(torch.equal(a, b) for a, b in zip(shipped, network.patcher.parameters()))
+    assert warm.get_params()["patcher_init"] == "pretrained"  # stays a plain, cloneable value
+
+
+def test_two_level_forecaster_clone_keeps_the_pair(airline):
+    from sklearn.base import clone
+
+    forecaster = tiny(levels=2, compression_rate=(3, 2), patcher="uniform")
+    assert clone(forecaster).get_params()["compression_rate"] == (3, 2)
+    forecaster.fit(airline, fh=[1, 2])
+    assert np.isfinite(forecaster.predict().to_numpy()).all()
