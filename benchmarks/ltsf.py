@@ -338,7 +338,8 @@ def write_report(runs: dict[str, dict], out_dir: Path = RESULTS,
         "",
     ]
     for dataset in sorted(horizons_of):
-        lines += [f"## {dataset}", "", "| model | H | test MSE | test MAE | val MSE | epochs | "
+        lines += [f"## {dataset}", ""] + _summary(rows, dataset, sorted(horizons_of[dataset]))
+        lines += ["", "| model | H | test MSE | test MAE | val MSE | epochs | "
                   "train s | commit |", "|---|---|---|---|---|---|---|---|"]
         for row in sorted((r for r in rows if r["dataset"] == dataset),
                           key=lambda r: (r["model"], r["horizon"])):
@@ -356,6 +357,41 @@ def write_report(runs: dict[str, dict], out_dir: Path = RESULTS,
         lines.append("")
     (out_dir / "ltsf.md").write_text("\n".join(lines) + "\n")
     _plot(rows, out_dir)
+
+
+def _summary(rows: list[dict], dataset: str, horizons: list[int]) -> list[str]:
+    """Test MSE pivot (model x horizon) with the average over horizons, published rows below.
+
+    Only models with every horizon of the dataset get an average; the best value of each
+    column is in bold. Per-size uniform rows stay in the detail table (the tuned row is here).
+    """
+    table: dict[str, dict[int, float]] = {}
+    for row in rows:
+        if row["dataset"] == dataset and not row["model"].startswith("uniform R="):
+            table.setdefault(row["model"], {})[row["horizon"]] = row["test_mse"]
+    best = {h: min((v[h] for v in table.values() if h in v), default=None) for h in horizons}
+    lines = ["Test MSE (lower is better; bold: best of this repo's runs per column):", "",
+             "| model | " + " | ".join(f"H={h}" for h in horizons) + " | avg |",
+             "|---|" + "---|" * (len(horizons) + 1)]
+
+    def cell(value: float | None, bold: bool) -> str:
+        if value is None:
+            return "–"
+        return f"**{value:.4f}**" if bold else f"{value:.4f}"
+
+    for model, values in sorted(table.items()):
+        complete = all(h in values for h in horizons)
+        avg = float(np.mean([values[h] for h in horizons])) if complete else None
+        lines.append(f"| {model} | " + " | ".join(
+            cell(values.get(h), values.get(h) == best[h]) for h in horizons
+        ) + f" | {cell(avg, False)} |")
+    for source, published in PUBLISHED.items():
+        if dataset in published:
+            values = dict(zip((96, 192, 336, 720), published[dataset]))
+            avg = float(np.mean([values[h] for h in horizons]))
+            lines.append(f"| *{source}* | " + " | ".join(
+                f"*{values[h]:.3f}*" for h in horizons) + f" | *{avg:.3f}* |")
+    return lines
 
 
 def _plot(rows: list[dict], out_dir: Path) -> None:

@@ -65,3 +65,34 @@ def test_cache_round_trip_and_report(ltsf, tmp_path):
     assert "| repeat | 96 | 1.2900 |" in text
     assert "EntroPE (published, other code)" in text
     assert (tmp_path / "ltsf.csv").read_text().count("\n") == 2
+
+
+def test_peer_learning_rate_is_chosen_on_validation(ltsf):
+    runs = {}
+    for lr, val, test in [(1e-3, 0.9, 0.40), (1e-4, 0.8, 0.45)]:
+        record = _record(ltsf, "nlinear", {"lr": lr}, val, test)
+        runs[record["key"]] = record
+    rows = ltsf.rows_for_report(runs)
+    assert [(r["model"], r["test_mse"]) for r in rows] == [("nlinear (lr=0.0001)", 0.45)]
+
+
+def test_report_keeps_only_runs_of_the_given_settings(ltsf):
+    kept = _record(ltsf, "uniform", {"R": 8}, 0.7, 0.4)
+    spec = ltsf.RunSpec("ETTh1", 96, "uniform", {"R": 8}, 96, {"epochs": 3})
+    other = {**kept, "key": spec.key, "spec": ltsf.asdict(spec)}
+    rows = ltsf.rows_for_report({kept["key"]: kept, other["key"]: other}, {"epochs": 10})
+    assert [r["model"] for r in rows] == ["uniform R=8"]
+
+
+def test_summary_averages_complete_rows_and_bolds_the_best(ltsf):
+    runs = {}
+    for model, horizon, test in [("learned", 96, 0.40), ("learned", 192, 0.50),
+                                 ("random", 96, 0.45)]:
+        params = {"R": 8}
+        record = _record(ltsf, model, params, 0.7, test, horizon=horizon)
+        runs[record["key"]] = record
+    lines = ltsf._summary(ltsf.rows_for_report(runs), "ETTh1", [96, 192])
+    learned = next(line for line in lines if line.startswith("| learned |"))
+    random = next(line for line in lines if line.startswith("| random |"))
+    assert learned == "| learned | **0.4000** | **0.5000** | 0.4500 |"
+    assert random == "| random | 0.4500 | – | – |"  # no average over a missing horizon
