@@ -14,7 +14,7 @@ from collections import Counter
 
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats
 
@@ -39,23 +39,12 @@ from reinpatch_forecast.nn.segments import (
     pool_tokens,
 )
 
-SETTINGS = settings(max_examples=25, deadline=None, derandomize=True, database=None)
+from patcher_support import SETTINGS, ref_plackett_luce  # noqa: E402
+from patcher_support import make as _make  # noqa: E402
+from patcher_support import small_learned as _small_learned  # noqa: E402
 
 
 # -- helpers -------------------------------------------------------------------------------------
-
-
-def ref_plackett_luce(logits, order):
-    """Plackett–Luce log-probability of one ordered draw, in float64, by a plain loop."""
-    logits = [float(v) for v in torch.as_tensor(logits).detach().reshape(-1)]
-    remaining = list(range(len(logits)))
-    total = 0.0
-    for a in order:
-        biggest = max(logits[m] for m in remaining)
-        log_norm = biggest + math.log(sum(math.exp(logits[m] - biggest) for m in remaining))
-        total += logits[a] - log_norm
-        remaining.remove(a)
-    return total
 
 
 def ref_two_level(fine_logits, coarse_logits, fine_order, coarse_order):
@@ -73,14 +62,11 @@ def ref_two_level(fine_logits, coarse_logits, fine_order, coarse_order):
 
 
 def small_learned(levels: int = 2, **kwargs) -> LearnedPatcher:
-    torch.manual_seed(0)
-    return LearnedPatcher(hidden_size=8, n_layers=2, levels=levels, **kwargs)
+    return _small_learned(levels, **kwargs)
 
 
 def make(name: str, levels: int = 2):
-    if name == "learned":
-        return small_learned(levels)
-    return make_patcher(name, levels=levels)
+    return _make(name, levels)
 
 
 def with_fixed_level_logits(patcher, fine, coarse, monkeypatch) -> None:

@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats
 
@@ -25,31 +25,7 @@ from reinpatch_forecast.nn.patchers import (
 )
 from reinpatch_forecast.nn.segments import patch_lengths, resample_patches
 
-SETTINGS = settings(max_examples=25, deadline=None, derandomize=True, database=None)
-
-
-def ref_plackett_luce(logits, order):
-    """Plackett–Luce log-probability of one ordered draw, in float64, by a plain loop."""
-    logits = [float(v) for v in torch.as_tensor(logits).detach().reshape(-1)]
-    remaining = list(range(len(logits)))
-    total = 0.0
-    for a in order:
-        biggest = max(logits[m] for m in remaining)
-        log_norm = biggest + math.log(sum(math.exp(logits[m] - biggest) for m in remaining))
-        total += logits[a] - log_norm
-        remaining.remove(a)
-    return total
-
-
-def small_learned(**kwargs) -> LearnedPatcher:
-    torch.manual_seed(0)
-    return LearnedPatcher(hidden_size=8, n_layers=2, **kwargs)
-
-
-def make(name: str):
-    if name == "learned":
-        return small_learned()
-    return make_patcher(name)
+from patcher_support import SETTINGS, make, ref_plackett_luce, small_learned  # noqa: E402
 
 
 def with_fixed_logits(patcher: LearnedPatcher, logits: torch.Tensor, monkeypatch) -> None:
