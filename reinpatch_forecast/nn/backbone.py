@@ -185,17 +185,20 @@ class PatchTokeniser(nn.Module):
         """
         rows, group, n_patches = starts.shape
         length = x.shape[-1]
-        tokens = x.new_zeros(rows, group, n_patches, self.config.d_model)  # (R, G, N, d)
+        parts = []  # summed without a zero tensor to start from: one allocation less per part
         if self.config.use_local_mean:
             if local is None:
                 local = self.local_features(x)  # (R, L, d)
-            tokens = tokens + segment_mean(local, starts)  # (R, G, N, d)
+            parts.append(segment_mean(local, starts))  # (R, G, N, d)
         if self.config.use_resampled:
             values = resample_patches(x, starts, self.config.resample_points)  # (R, G, N, P)
-            tokens = tokens + self.resampled_proj(values)  # (R, G, N, d)
+            parts.append(self.resampled_proj(values))  # (R, G, N, d)
         if self.config.use_position:
             position = self.position_features(starts, length)  # (R, G, N, 4F)
-            tokens = tokens + self.position_proj(position.to(x.dtype))  # (R, G, N, d)
+            parts.append(self.position_proj(position.to(x.dtype)))  # (R, G, N, d)
+        tokens = parts[0]
+        for part in parts[1:]:
+            tokens = tokens + part  # (R, G, N, d)
         return tokens.reshape(rows * group, n_patches, self.config.d_model)  # (R*G, N, d)
 
 
@@ -310,6 +313,12 @@ class Backbone(nn.Module):
                 coarse_starts: Tensor | None = None) -> Tensor:
         """Normalised forecast of every patching.
 
+        Large inputs on the CPU run in chunks of whole series (all ``G`` patchings of a series in the same
+        chunk, so group dropout is unchanged) of at most :attr:`chunk_elements` elements in the
+        widest activation; see :meth:`chunk_rows`. Every row is computed independently, so
+        chunking gives the same forecasts (dropout masks are drawn from the same distribution,
+        in a different order).
+
         Parameters
         ----------
         x
@@ -327,7 +336,6 @@ class Backbone(nn.Module):
         Tensor
             ``(R*G, H, Q)``.
         """
-        group = starts.shape[1]
         two_levels = self.config.n_coarse_patches is not None
         if two_levels != (coarse_starts is not None):
             raise ValueError(
@@ -335,6 +343,48 @@ class Backbone(nn.Module):
                 if two_levels else
                 "This backbone has one level (n_coarse_patches=None): coarse_starts must be None."
             )
+        rows, group, _ = starts.shape
+        # Only the CPU pays for fresh large allocations; an accelerator's caching allocator
+        # does not, and prefers one large kernel to several small ones.
+        chunk = self.chunk_rows(rows, group, x.shape[-1], local is None)
+        if x.device.type != "cpu" or chunk >= rows:
+            return self._forward(x, starts, local, coarse_starts)
+        outputs = [
+            self._forward(
+                x[i : i + chunk], starts[i : i + chunk],
+                None if local is None else local[i : i + chunk],
+                None if coarse_starts is None else coarse_starts[i : i + chunk],
+            )  # (r*G, H, Q)
+            for i in range(0, rows, chunk)
+        ]
+        return torch.cat(outputs, dim=0)  # (R*G, H, Q)
+
+    #: Most elements (float32: 4 bytes each) of one activation tensor of a backbone pass
+    #: before the rows are split into chunks. glibc serves allocations above 32 MiB with a
+    #: fresh ``mmap`` and returns them on free, so every such tensor pays a page fault per
+    #: 4 KiB on first touch: with ``G = 8`` and ``L >= 384`` this made a training step cost
+    #: twice its arithmetic. Chunks of 8 MiB stay in the heap and are reused, and fit the
+    #: caches better.
+    chunk_elements: int = 2**21
+
+    def chunk_rows(self, rows: int, group: int, length: int, with_local: bool = True) -> int:
+        """Series per chunk of a pass over ``rows`` series of ``group`` patchings each.
+
+        The widest activations per series are the feed-forward layer's ``G * N * d_ff`` and,
+        when the tokeniser computes them (``with_local``), the local features' ``L * d``.
+        """
+        config = self.config
+        n_tokens = max(config.n_patches, config.n_coarse_patches or 0)
+        per_row = group * n_tokens * config.d_model * max(config.ff_multiplier, 1)
+        if with_local and config.use_local_mean:
+            per_row = max(per_row, length * config.d_model)
+        return max(1, self.chunk_elements // per_row)
+
+    def _forward(self, x: Tensor, starts: Tensor, local: Tensor | None,
+                 coarse_starts: Tensor | None) -> Tensor:
+        """:meth:`forward` on one chunk of series, ``(r*G, H, Q)``."""
+        group = starts.shape[1]
+        two_levels = coarse_starts is not None
         h = self.tokeniser(x, starts, local)  # (R*G, N, d)
         for layer in self.layers:
             h = layer(h, group)  # (R*G, N, d)
