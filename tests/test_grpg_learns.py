@@ -38,11 +38,13 @@ class Outcome:
     near_spike: float  # share of windows with a boundary within one step of the spike
 
 
-def train_and_evaluate(patcher: str, policy_sign: float = 1.0, seed: int = 0) -> Outcome:
+def train_and_evaluate(patcher: str, policy_sign: float = 1.0, seed: int = 0,
+                       backbone_draws: int | None = None) -> Outcome:
     torch.manual_seed(seed)
     config = ReinPatchConfig(
         input_length=LOOKBACK, output_length=HORIZON, compression_rate=LOOKBACK / N_PATCHES,
         patcher=patcher, group_size=8 if patcher == "learned" else 1, entropy_coef=0.0,
+        backbone_draws=backbone_draws,
         d_model=32, n_heads=4, n_layers=1, dropout=0.0,
         use_resampled=False, local_activation=False, revin=False,
     )
@@ -98,3 +100,13 @@ def test_wrong_sign_policy_gradient_does_not_learn(outcomes):
     flipped = train_and_evaluate("learned", policy_sign=-1.0)
     assert flipped.mse > 0.9, flipped
     assert flipped.mse > 2.0 * outcomes["learned"].mse, (flipped, outcomes)
+
+
+@pytest.mark.slow
+def test_backbone_on_one_draw_learns_as_well(outcomes):
+    # ReinPatchModel's default trains the backbone on one draw of each group (the other seven
+    # only score rewards, without gradients): it must not lose what the full group learns.
+    # Measured: MSE 0.33 (all draws: 0.30), a boundary next to the spike in 0.69 of windows.
+    one_draw = train_and_evaluate("learned", backbone_draws=1)
+    assert one_draw.mse < 0.6 * outcomes["uniform"].mse, (one_draw, outcomes)
+    assert one_draw.near_spike > 0.5, one_draw
