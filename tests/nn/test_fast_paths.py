@@ -1,0 +1,115 @@
+"""CPU fast paths give the results of the plain modules.
+
+The backbone and the learned patcher split large passes into chunks of rows, and the patcher's
+convs skip PyTorch's separate replicate pad: all of it must be invisible up to float rounding.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from reinpatch_forecast.nn import ReinPatchConfig, ReinPatchNetwork
+from reinpatch_forecast.nn.backbone import Backbone, BackboneConfig
+from reinpatch_forecast.nn.patchers import LearnedPatcher, RandomPatcher, _replicate_conv
+
+
+def _backbone(levels: int = 1) -> Backbone:
+    torch.manual_seed(0)
+    return Backbone(BackboneConfig(input_length=32, output_length=4, n_patches=8, d_model=8,
+                                   n_heads=2, n_layers=1,
+                                   n_coarse_patches=3 if levels == 2 else None))
+
+
+@pytest.mark.parametrize("levels", [1, 2])
+@pytest.mark.parametrize("with_local", [False, True])
+def test_chunked_pass_matches_one_pass(levels, with_local):
+    backbone = _backbone(levels).eval()
+    x = torch.randn(5, 32, generator=torch.Generator().manual_seed(1))
+    patcher = RandomPatcher(levels=levels)
+    patching = patcher.sample(x, 8, 3,
+                              n_coarse_patches=3 if levels == 2 else None)
+    local = backbone.tokeniser.local_features(x) if with_local else None
+    whole = backbone(x, patching.starts, local, patching.coarse_starts)  # (R*G, H, Q)
+    backbone.chunk_elements = 1  # one series per chunk
+    assert backbone.chunk_rows(5, 3, 32, not with_local) == 1
+    chunked = backbone(x, patching.starts, local, patching.coarse_starts)
+    assert chunked.shape == whole.shape == (15, 4, 1)
+    torch.testing.assert_close(chunked, whole, rtol=1e-5, atol=1e-6)
+
+
+def test_chunked_gradients_match_one_pass():
+    backbone = _backbone().eval()  # no dropout: the masks would differ in order
+    x = torch.randn(6, 32, generator=torch.Generator().manual_seed(2))
+    starts = RandomPatcher().sample(x, 8, 2).starts  # (R, G, N)
+    grads = []
+    for budget in (Backbone.chunk_elements, 1):
+        backbone.zero_grad()
+        backbone.chunk_elements = budget
+        backbone(x, starts).square().sum().backward()
+        grads.append([p.grad.clone() for p in backbone.parameters()])
+    for chunked, whole in zip(grads[1], grads[0]):
+        torch.testing.assert_close(chunked, whole, rtol=1e-4, atol=1e-5)
+
+
+def test_small_passes_are_not_chunked():
+    # The chunk budget leaves the default tests and small models on the single-pass path.
+    network = ReinPatchNetwork(ReinPatchConfig(input_length=96, output_length=96, n_channels=7))
+    assert network.backbone.chunk_rows(32 * 7, 8, 96) >= 32 * 7 // 2
+    assert network.backbone.chunk_rows(4 * 7, 8, 96) >= 4 * 7
+
+
+@pytest.mark.parametrize("kernel_size", [1, 3, 5])
+@pytest.mark.parametrize("dilation", [1, 2, 8])
+@pytest.mark.parametrize("length", [1, 2, 5, 40])
+def test_replicate_conv_matches_the_padded_conv(kernel_size, dilation, length):
+    torch.manual_seed(0)
+    conv = torch.nn.Conv1d(3, 4, kernel_size, dilation=dilation, padding="same",
+                           padding_mode="replicate")
+    x = torch.randn(2, 3, length, requires_grad=True)
+    expected, got = conv(x), _replicate_conv(conv, x)
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6)
+    wanted = torch.autograd.grad(expected.square().sum(), [x, conv.weight, conv.bias])
+    given = torch.autograd.grad(got.square().sum(), [x, conv.weight, conv.bias])
+    for a, b in zip(given, wanted):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("kernel_size", [1, 3, 5])
+@pytest.mark.parametrize("length", [2, 3, 30])
+def test_input_projection_matches_the_conv(kernel_size, length):
+    torch.manual_seed(0)
+    patcher = LearnedPatcher(hidden_size=6, n_layers=1, kernel_size=kernel_size)
+    inputs = torch.randn(4, 2, length)
+    torch.testing.assert_close(patcher._project_input(inputs), patcher.input_proj(inputs),
+                               rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("levels", [1, 2])
+def test_chunked_patcher_logits_and_draws_match_one_pass(levels):
+    torch.manual_seed(0)
+    patcher = LearnedPatcher(hidden_size=8, n_layers=3, levels=levels)
+    x = torch.randn(7, 40)
+    whole = patcher.level_logits(x)
+    decoded = patcher.decode(x, 6, n_coarse_patches=3 if levels == 2 else None)
+    patcher.chunk_elements = 1  # one row per chunk
+    assert len(patcher._row_chunks(x)) == 7
+    chunked = patcher.level_logits(x)
+    for a, b in zip(chunked, whole):
+        if b is None:
+            assert a is None
+        else:
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(patcher.logits(x), whole[0], rtol=1e-5, atol=1e-6)
+    again = patcher.decode(x, 6, n_coarse_patches=3 if levels == 2 else None)
+    assert torch.equal(again.starts, decoded.starts)
+    torch.testing.assert_close(again.log_prob, decoded.log_prob, rtol=1e-5, atol=1e-5)
+
+
+def test_patcher_keeps_its_parameter_names_and_shapes():
+    # The shipped pretrained patcher file is loaded by name and shape.
+    shapes = {name: tuple(p.shape) for name, p in LearnedPatcher().state_dict().items()}
+    assert shapes["input_proj.weight"] == (32, 2, 3)
+    assert shapes["blocks.3.conv.weight"] == (32, 32, 3)
+    assert shapes["output.weight"] == (1, 32, 1)
+    assert len(shapes) == 2 + 4 * 4 + 2
