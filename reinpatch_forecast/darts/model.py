@@ -90,18 +90,32 @@ class _ReinPatchModule(PLForecastingModule):
         return PLModuleOutput(prediction=self.network(x))  # (B, H, C, Q)
 
     def training_step(self, train_batch: TorchTrainingBatch, batch_idx: int) -> torch.Tensor:
-        """One GRPG step: ``G`` patchings per series, backbone loss + policy loss."""
+        """One GRPG step: ``G`` patchings per series, backbone loss + policy loss.
+
+        With ``rollout_fraction`` below 1 only the first ``Bg`` windows draw a group; the other
+        ``Bs`` windows add one trained forecast each to the backbone loss (a mean over every
+        trained forecast) and nothing to the rewards.
+        """
         x = train_batch.past_target.to(self.dtype)  # (B, L, C)
-        rollout = self.network.rollout(x)  # prediction (B, G, H, C, Q)
-        batch, group, _, channels, _ = rollout.prediction.shape
+        rollout = self.network.rollout(x)  # prediction (Bg, G, H, C, Q)
+        batch, group, _, channels, _ = rollout.prediction.shape  # batch = Bg
         trained = rollout.n_trained
+        future = train_batch.future_target  # (B, H, C)
         # Rollouts are series-major, so the target and weights repeat each window per draw.
-        target = train_batch.future_target.repeat_interleave(group, dim=0)  # (B*G, H, C)
-        trained_target = train_batch.future_target.repeat_interleave(trained, dim=0)
+        target = future[:batch].repeat_interleave(group, dim=0)  # (Bg*G, H, C)
+        trained_target = future[:batch].repeat_interleave(trained, dim=0)  # (Bg*k, H, C)
         weight = train_batch.sample_weight
         if weight is not None:
-            weight = weight.repeat_interleave(trained, dim=0)  # (B*k, H, C)
-        output = PLModuleOutput(prediction=rollout.prediction[:, :trained].flatten(0, 1))
+            weight_all = weight
+            weight = weight[:batch].repeat_interleave(trained, dim=0)  # (Bg*k, H, C)
+        trained_prediction = rollout.prediction[:, :trained].flatten(0, 1)  # (Bg*k, H, C, Q)
+        if rollout.single_prediction is not None:
+            # The windows without a group: one trained forecast each, after the grouped ones.
+            trained_prediction = torch.cat([trained_prediction, rollout.single_prediction])
+            trained_target = torch.cat([trained_target, future[batch:]])  # (Bg*k + Bs, H, C)
+            if weight is not None:
+                weight = torch.cat([weight, weight_all[batch:]])
+        output = PLModuleOutput(prediction=trained_prediction)
         backbone_loss = self._compute_loss(output, trained_target, self.train_criterion, weight)
         per_element = elementwise_loss(
             rollout.prediction.detach().flatten(0, 1), target, self.likelihood,
@@ -269,6 +283,13 @@ class ReinPatchModel(PastCovariatesTorchModel):
     backbone_draws
         How many of the ``G`` draws train the backbone; the others only give the policy its
         rewards, from a forward pass without gradients. ``None``: all ``G``.
+    rollout_fraction
+        Fraction ``f`` (``0 < f <= 1``) of the windows of each training batch that draw a
+        group of ``G`` patchings for GRPG: the first ``ceil(f * batch_size)`` windows give the
+        rewards and the policy gradient, the others train the backbone on one sampled patching
+        each, without a policy term. Cuts the cost of a step roughly in proportion for the
+        group part; the backbone loss stays the mean over every trained forecast. ``None``
+        (default): every window draws a group.
     patcher_lr
         Learning rate of the patcher; ``None`` uses 3x the optimizer's learning rate.
     entropy_coef
@@ -319,6 +340,7 @@ class ReinPatchModel(PastCovariatesTorchModel):
         patcher_init: str | os.PathLike | LearnedPatcher | dict | None = None,
         group_size: int = 8,
         backbone_draws: int | None = None,
+        rollout_fraction: float | None = None,
         patcher_lr: float | None = None,
         entropy_coef: float = 1e-3,
         scale_rewards: str = "group",
@@ -377,6 +399,7 @@ class ReinPatchModel(PastCovariatesTorchModel):
             patcher=patcher_name,
             group_size=group_size,
             backbone_draws=backbone_draws,
+            rollout_fraction=rollout_fraction,
             entropy_coef=entropy_coef,
             scale_rewards=scale_rewards,
             d_model=d_model,

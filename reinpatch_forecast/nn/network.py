@@ -3,6 +3,8 @@
 Shape legend
 ------------
 B : batch (windows)
+Bg : windows that draw a group (``ceil(rollout_fraction * B)``; ``B`` by default)
+Bs : the other windows, ``B - Bg``: one sampled draw each, backbone training only
 L : lookback length
 C : channels (each one a separate series: channel independence)
 R : rows, ``R = B * C``
@@ -64,6 +66,12 @@ class ReinPatchConfig:
         How many of the ``G`` draws of a series train the backbone; the others only score a
         reward, with the backbone run without gradients (much cheaper than a training pass).
         ``None``: all ``G`` (the backbone loss is the mean over the group).
+    rollout_fraction
+        Fraction ``f`` of the windows of a batch that draw a group for GRPG: the first
+        ``ceil(f * B)`` windows draw ``G`` patchings each (rewards, advantages and the policy
+        term), the other windows draw one sampled patching each and only train the backbone
+        on it. ``None`` (or 1): every window draws a group. Must satisfy ``0 < f <= 1``.
+        The backbone loss stays the mean over every trained forecast.
     entropy_coef
         Weight of the entropy bonus in the policy loss.
     scale_rewards
@@ -98,6 +106,7 @@ class ReinPatchConfig:
     patcher: str = "learned"
     group_size: int = 8
     backbone_draws: int | None = None
+    rollout_fraction: float | None = None
     entropy_coef: float = 1e-3
     scale_rewards: str = "group"
     nr_params: int = 1
@@ -146,6 +155,17 @@ class ReinPatchConfig:
             raise ValueError(
                 f"backbone_draws must be between 1 and group_size={self.group_size} (or None "
                 f"for all draws), got {self.backbone_draws}."
+            )
+        if self.rollout_fraction is not None and (
+            isinstance(self.rollout_fraction, bool)
+            or not isinstance(self.rollout_fraction, numbers.Real)
+            or not math.isfinite(self.rollout_fraction)
+            or not 0 < self.rollout_fraction <= 1
+        ):
+            raise ValueError(
+                f"rollout_fraction must be a number with 0 < rollout_fraction <= 1 (the share "
+                f"of the windows of a batch that draw a GRPG group), or None for all windows; "
+                f"got {self.rollout_fraction!r}."
             )
         if self.scale_rewards not in SCALE_REWARDS:
             raise ValueError(
@@ -229,6 +249,13 @@ class ReinPatchConfig:
             return None
         return coarse_token_budget(self.n_patches, self.compression_rate[1])
 
+    def grouped_windows(self, batch: int) -> int:
+        """``Bg = ceil(rollout_fraction * B)``: windows of a batch of ``B`` that draw a group."""
+        if self.rollout_fraction is None:
+            return batch
+        # The tolerance keeps e.g. 0.3 * 10 (3.0000000000000004 in floats) at 3 windows.
+        return min(batch, max(1, math.ceil(self.rollout_fraction * batch - 1e-9)))
+
     def to_dict(self) -> dict:
         """The constructor arguments, as plain Python values."""
         values = asdict(self)
@@ -240,23 +267,35 @@ class ReinPatchConfig:
 class Rollout:
     """Forecasts of ``G`` patchings of every series.
 
+    With ``ReinPatchConfig.rollout_fraction`` below 1, only the first ``Bg`` windows of the
+    batch draw a group (the fields below without ``single_`` cover those); the other ``Bs``
+    windows have one sampled patching each, in the ``single_`` fields. By default ``Bg = B``
+    and the ``single_`` fields are ``None``.
+
     Attributes
     ----------
     prediction
-        ``(B, G, H, C, Q)`` on the scale of the input.
+        ``(Bg, G, H, C, Q)`` on the scale of the input.
     log_prob
-        ``(B, G, C)``: log-probability of each patching under the patcher.
+        ``(Bg, G, C)``: log-probability of each patching under the patcher.
     entropy
-        ``(B, C)``: the patcher's entropy per series.
+        ``(Bg, C)``: the patcher's entropy per series.
     starts
-        ``(B, G, C, N)`` int64: the patchings.
+        ``(Bg, G, C, N)`` int64: the patchings.
     n_trained
         The first ``n_trained`` draws of every series carry gradients to the backbone; the
         others were forecast without gradients (rewards only).
     coarse_starts
-        ``(B, G, C, N2)`` int64: the coarse starts of a two-level patching (a subset of
+        ``(Bg, G, C, N2)`` int64: the coarse starts of a two-level patching (a subset of
         ``starts`` for every ``(b, g, c)``), ``None`` with one level. ``log_prob`` and
         ``entropy`` then cover both levels.
+    single_prediction
+        ``(Bs, H, C, Q)``: forecasts of the windows without a group (trained, no reward);
+        ``None`` when every window draws a group.
+    single_starts
+        ``(Bs, C, N)`` int64: their sampled patchings, or ``None``.
+    single_coarse_starts
+        ``(Bs, C, N2)`` int64 with two levels, else ``None``.
     """
 
     prediction: Tensor
@@ -265,6 +304,14 @@ class Rollout:
     starts: Tensor
     n_trained: int
     coarse_starts: Tensor | None = None
+    single_prediction: Tensor | None = None
+    single_starts: Tensor | None = None
+    single_coarse_starts: Tensor | None = None
+
+    @property
+    def n_grouped(self) -> int:
+        """``Bg``: windows that drew a group (the first ``Bg`` of the batch)."""
+        return self.prediction.shape[0]
 
 
 @dataclass
@@ -276,7 +323,8 @@ class TrainingLosses:
     loss
         ``backbone_loss + policy_loss``: one backward on it trains both parts.
     backbone_loss
-        Mean forecasting loss over the ``G`` patchings.
+        Mean forecasting loss over the trained forecasts (the first ``backbone_draws``
+        patchings of every grouped window, and the one draw of every other window).
     policy_loss
         GRPG loss (0 when the patcher is not trained).
     mean_reward, advantage_std, entropy
@@ -495,6 +543,10 @@ class ReinPatchNetwork(nn.Module):
         if not self.trains_patcher:
             group = 1
         patcher_input, backbone_input, stats = self._normalise(x)
+        grouped = self.config.grouped_windows(batch) if self.trains_patcher else batch
+        if grouped < batch:
+            return self._partial_rollout(patcher_input, backbone_input, stats, batch, channels,
+                                         group, grouped)
         if isinstance(self.patcher, LearnedPatcher) and not self.trains_patcher:
             # A frozen policy trains the backbone on the boundaries it will predict with.
             patching = self._decode(patcher_input)
@@ -534,6 +586,84 @@ class ReinPatchNetwork(nn.Module):
             coarse_starts=coarse,
         )
 
+    def _partial_rollout(self, patcher_input: Tensor, backbone_input: Tensor,
+                         stats: InstanceStats | None, batch: int, channels: int, group: int,
+                         grouped: int) -> Rollout:
+        """:meth:`rollout` when only the first ``grouped`` windows (``Bg < B``) draw a group.
+
+        Rows are window-major (row ``b * C + c``), so the grouped windows are the first
+        ``Bg * C`` rows: every split below is a slice, shapes stay static, and no Python loop
+        runs over windows. The other windows draw one patching each, without gradients (no
+        policy term reads it), and their forecasts join the trained ones.
+        """
+        rows = grouped * channels  # rows of the grouped windows
+        singles = batch - grouped
+        patching = self._sample(patcher_input[:rows], group)  # starts (Bg*C, G, N)
+        with torch.no_grad():
+            single = self._sample(patcher_input[rows:], 1)  # starts (Bs*C, 1, N)
+        starts, coarse = patching.starts, patching.coarse_starts
+        n_trained = min(self.config.backbone_draws or group, group)
+        local = None
+        if self.config.use_local_mean:
+            local = self.backbone.tokeniser.local_features(backbone_input)  # (R, L, d)
+
+        def part(value: Tensor | None, window_rows: slice) -> Tensor | None:
+            return None if value is None else value[window_rows]
+
+        def stats_of(window_rows: slice) -> InstanceStats | None:
+            if stats is None:
+                return None
+            return InstanceStats(mean=stats.mean[window_rows], std=stats.std[window_rows])
+
+        head, tail = slice(0, rows), slice(rows, None)
+        if n_trained == 1:
+            # One draw per window trains the backbone everywhere: one pass over all B windows.
+            first = torch.cat([starts[:, :1], single.starts], dim=0)  # (R, 1, N)
+            first_coarse = None
+            if coarse is not None:
+                first_coarse = torch.cat([coarse[:, :1], single.coarse_starts], dim=0)
+            trained_all = self._forecast(backbone_input, first, stats, batch, channels, local,
+                                         coarse_starts=first_coarse)  # (B, 1, H, C, Q)
+            trained, single_prediction = trained_all[:grouped], trained_all[grouped:, 0]
+        else:
+            trained = self._forecast(
+                backbone_input[head], starts[:, :n_trained], stats_of(head), grouped, channels,
+                part(local, head), coarse_starts=part(coarse, (slice(None), slice(n_trained))),
+            )  # (Bg, k, H, C, Q)
+            single_prediction = self._forecast(
+                backbone_input[tail], single.starts, stats_of(tail), singles, channels,
+                part(local, tail), coarse_starts=single.coarse_starts,
+            )[:, 0]  # (Bs, H, C, Q)
+        if n_trained < group:
+            with torch.no_grad():
+                scored = self._forecast(
+                    backbone_input[head], starts[:, n_trained:], stats_of(head), grouped,
+                    channels, part(local, head),
+                    coarse_starts=part(coarse, (slice(None), slice(n_trained, None))),
+                )  # (Bg, G-k, H, C, Q)
+            prediction = torch.cat([trained, scored], dim=1)  # (Bg, G, H, C, Q)
+        else:
+            prediction = trained  # (Bg, G, H, C, Q)
+
+        def by_window(value: Tensor | None, draws: int) -> Tensor | None:
+            """``(rows, draws, n)`` -> ``(windows, draws, C, n)``."""
+            if value is None:
+                return None
+            return value.reshape(-1, channels, draws, value.shape[-1]).transpose(1, 2)
+
+        return Rollout(
+            prediction=prediction,  # (Bg, G, H, C, Q)
+            log_prob=patching.log_prob.reshape(grouped, channels, group).transpose(1, 2),
+            entropy=patching.entropy.reshape(grouped, channels),
+            starts=by_window(starts, group),  # (Bg, G, C, N)
+            n_trained=n_trained,
+            coarse_starts=by_window(coarse, group),  # (Bg, G, C, N2) or None
+            single_prediction=single_prediction,  # (Bs, H, C, Q)
+            single_starts=by_window(single.starts, 1)[:, 0],  # (Bs, C, N)
+            single_coarse_starts=(None if single.coarse_starts is None
+                                  else by_window(single.coarse_starts, 1)[:, 0]),
+        )
+
     def policy_loss_from(self, rollout: Rollout, per_sample_loss: Tensor):
         """GRPG policy loss of a rollout given the loss of every draw.
 
@@ -542,7 +672,8 @@ class ReinPatchNetwork(nn.Module):
         rollout
             The rollout.
         per_sample_loss
-            ``(B, G, C)``: forecasting loss of each series under each draw.
+            ``(Bg, G, C)``: forecasting loss of each series under each draw (the grouped
+            windows only: the others have no reward).
 
         Returns
         -------
@@ -588,15 +719,29 @@ class ReinPatchNetwork(nn.Module):
         TrainingLosses
         """
         rollout = self.rollout(x, group_size)
-        target = y.unsqueeze(1).expand(-1, rollout.prediction.shape[1], -1, -1)  # (B, G, H, C)
-        if elementwise_loss is None:
-            per_element = (rollout.prediction[..., 0] - target) ** 2  # (B, G, H, C)
-        else:
-            per_element = elementwise_loss(rollout.prediction, target)  # (B, G, H, C)
-        per_sample = per_element.mean(dim=2)  # (B, G, C)
+        grouped, group = rollout.prediction.shape[:2]
+
+        def loss_per_sample(prediction: Tensor, target: Tensor) -> Tensor:
+            """``(b, g, H, C, Q)`` and ``(b, H, C)`` -> mean loss per series ``(b, g, C)``."""
+            target = target.unsqueeze(1).expand(-1, prediction.shape[1], -1, -1)  # (b,g,H,C)
+            if elementwise_loss is None:
+                per_element = (prediction[..., 0] - target) ** 2  # (b, g, H, C)
+            else:
+                per_element = elementwise_loss(prediction, target)  # (b, g, H, C)
+            return per_element.mean(dim=2)  # (b, g, C)
+
+        per_sample = loss_per_sample(rollout.prediction, y[:grouped])  # (Bg, G, C)
         backbone_loss = per_sample[:, : rollout.n_trained].mean()
+        starts = rollout.starts  # (Bg, G, C, N)
+        if rollout.single_prediction is not None:
+            single = loss_per_sample(rollout.single_prediction.unsqueeze(1), y[grouped:])
+            # Every trained forecast weighs the same, grouped or not.
+            backbone_loss = torch.cat(
+                [per_sample[:, : rollout.n_trained].reshape(-1), single.reshape(-1)]
+            ).mean()
+            starts = torch.cat([starts.flatten(0, 2), rollout.single_starts.flatten(0, 1)])
         policy = self.policy_loss_from(rollout, per_sample)
-        lengths = patch_lengths(rollout.starts, self.config.input_length).float()  # (B,G,C,N)
+        lengths = patch_lengths(starts, self.config.input_length).float()  # (..., N)
         return TrainingLosses(
             loss=backbone_loss + policy.loss,
             backbone_loss=backbone_loss,
