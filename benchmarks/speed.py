@@ -3,8 +3,9 @@ against darts' TSMixer and DLinear, in one process, with warm-up and medians ove
 
 Writes ``benchmarks/results/speed.md`` and ``speed.csv`` (with the commit and the date).
 
-python benchmarks/speed.py            # all tables (about 10 minutes on 2 cores)
-python benchmarks/speed.py --quick    # fewer repeats
+python benchmarks/speed.py              # all tables (about 10 minutes on 2 cores)
+python benchmarks/speed.py --quick      # fewer repeats
+python benchmarks/speed.py --threads 1  # torch threads of every measurement (default 2)
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ def median_seconds(step: Callable[[], None], repeats: int, warmup: int = 2) -> f
 
 
 def reinpatch(lookback: int, patcher: str = "learned", group: int = 8,
-              backbone_draws: int | None = None, d_model: int = 64):
+              backbone_draws: int | None = None, d_model: int = 64,
+              rollout_fraction: float | None = None):
     from reinpatch_forecast.nn import ReinPatchConfig, ReinPatchNetwork
 
     torch.manual_seed(0)
@@ -60,6 +62,7 @@ def reinpatch(lookback: int, patcher: str = "learned", group: int = 8,
         input_length=lookback, output_length=HORIZON, n_channels=CHANNELS, compression_rate=RATE,
         patcher=patcher, group_size=group if patcher == "learned" else 1,
         backbone_draws=backbone_draws, d_model=d_model, n_heads=4, n_layers=2,
+        rollout_fraction=rollout_fraction if patcher == "learned" else None,
     )
     network = ReinPatchNetwork(config)
     optimiser = torch.optim.Adam(network.parameters(), lr=1e-3)
@@ -121,7 +124,8 @@ def darts_peer(name: str, lookback: int):
 def build(spec: dict):
     if spec["family"] == "reinpatch":
         return reinpatch(spec["lookback"], spec["patcher"], spec.get("group", 8),
-                         spec.get("backbone_draws"))
+                         spec.get("backbone_draws"),
+                         rollout_fraction=spec.get("rollout_fraction"))
     return darts_peer(spec["family"], spec["lookback"])
 
 
@@ -147,9 +151,10 @@ def measure(spec: dict, repeats: int) -> dict:
     }
 
 
-def measure_in_subprocess(spec: dict, repeats: int) -> dict:
+def measure_in_subprocess(spec: dict, repeats: int, threads: int) -> dict:
     out = subprocess.run(
-        [sys.executable, __file__, "--one", json.dumps(spec), "--repeats", str(repeats)],
+        [sys.executable, __file__, "--one", json.dumps(spec), "--repeats", str(repeats),
+         "--threads", str(threads)],
         capture_output=True, text=True, check=True,
     ).stdout
     return json.loads(out.strip().splitlines()[-1])
@@ -209,9 +214,14 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--repeats", type=int, default=None)
+    parser.add_argument("--threads", type=int, default=2,
+                        help="torch threads of every measurement (default 2)")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--out-dir", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
+    if args.threads < 1:
+        parser.error(f"--threads must be >= 1, got {args.threads}")
+    torch.set_num_threads(args.threads)
     repeats = args.repeats or (5 if args.quick else 15)
     if args.one:
         print(json.dumps(measure(json.loads(args.one), repeats)))
@@ -220,8 +230,11 @@ def main(argv: list[str] | None = None) -> None:
     lookback = 96
     models = [
         {"name": "ReinPatch G=8", "family": "reinpatch", "patcher": "learned", "group": 8},
-        {"name": "ReinPatch G=8, backbone on 1 draw", "family": "reinpatch",
+        {"name": "ReinPatch G=8, backbone on 1 draw (candidate default)", "family": "reinpatch",
          "patcher": "learned", "group": 8, "backbone_draws": 1},
+        {"name": "ReinPatch G=8, backbone on 1 draw, groups on 1/4 of the windows",
+         "family": "reinpatch", "patcher": "learned", "group": 8, "backbone_draws": 1,
+         "rollout_fraction": 0.25},
         {"name": "ReinPatch G=4", "family": "reinpatch", "patcher": "learned", "group": 4},
         {"name": "ReinPatch G=4, backbone on 1 draw", "family": "reinpatch",
          "patcher": "learned", "group": 4, "backbone_draws": 1},
@@ -233,7 +246,7 @@ def main(argv: list[str] | None = None) -> None:
     for spec in models:
         spec = {**spec, "lookback": lookback}
         print(f"[speed] {spec['name']} ...", flush=True)
-        rows.append(measure_in_subprocess(spec, repeats))
+        rows.append(measure_in_subprocess(spec, repeats, args.threads))
     uniform = next(r for r in rows if r.get("patcher") == "uniform")
 
     scaling = []
@@ -242,7 +255,7 @@ def main(argv: list[str] | None = None) -> None:
             spec = {"name": f"{patcher} L={length}", "family": "reinpatch", "patcher": patcher,
                     "group": 8, "lookback": length}
             print(f"[speed] {spec['name']} ...", flush=True)
-            scaling.append(measure_in_subprocess(spec, max(3, repeats // 3)))
+            scaling.append(measure_in_subprocess(spec, max(3, repeats // 3), args.threads))
 
     print("[speed] component shares ...", flush=True)
     shares = component_shares(lookback, repeats)
