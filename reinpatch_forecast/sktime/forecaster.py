@@ -109,6 +109,10 @@ class ReinPatchForecaster(BaseForecaster):
         ``LearnedPatcher`` or a path) instead of a random policy.
     group_size : int, default=8
         Patchings drawn per series in a training step (>= 2 for ``"learned"``).
+    backbone_draws : int or None, default=1
+        How many of the ``group_size`` draws train the backbone; the others only score rewards
+        (a forward pass without gradients). ``None``: all of them (slower; no more accurate in
+        the project's measurements).
     patcher_lr : float or None, default=None
         Learning rate of the patcher; ``None`` uses 3 x ``learning_rate``.
     entropy_coef : float, default=1e-3
@@ -232,6 +236,7 @@ class ReinPatchForecaster(BaseForecaster):
         patcher: Any = "learned",
         patcher_init: Any = None,
         group_size: int = 8,
+        backbone_draws: int | None = 1,
         patcher_lr: float | None = None,
         entropy_coef: float = 1e-3,
         scale_rewards: str = "group",
@@ -256,6 +261,7 @@ class ReinPatchForecaster(BaseForecaster):
         self.patcher = patcher
         self.patcher_init = patcher_init
         self.group_size = group_size
+        self.backbone_draws = backbone_draws
         self.patcher_lr = patcher_lr
         self.entropy_coef = entropy_coef
         self.scale_rewards = scale_rewards
@@ -313,6 +319,7 @@ class ReinPatchForecaster(BaseForecaster):
             levels=self.levels,
             patcher=self.patcher,
             group_size=self.group_size,
+            backbone_draws=self.backbone_draws,
             entropy_coef=self.entropy_coef,
             scale_rewards=self.scale_rewards,
             d_model=self.d_model,
