@@ -159,8 +159,25 @@ class PatchTokeniser(nn.Module):
             dim=-1,
         )  # (..., N, 4F)
 
+    #: Most elements of one ``(rows, L, d)`` intermediate of :meth:`local_features` before the
+    #: rows are split into chunks (CPU only; see :attr:`Backbone.chunk_elements` for why).
+    chunk_elements: int = 2**21
+
     def local_features(self, x: Tensor) -> Tensor:
-        """Per-position features ``(R, L, d)`` of a normalised series ``x`` ``(R, L)``."""
+        """Per-position features ``(R, L, d)`` of a normalised series ``x`` ``(R, L)``.
+
+        Rows are independent, so long inputs on the CPU run in chunks of rows (the
+        intermediates stay small; only the result is one ``(R, L, d)`` tensor).
+        """
+        rows, length = x.shape
+        chunk = max(1, self.chunk_elements // (length * self.config.d_model))
+        if x.device.type != "cpu" or chunk >= rows:
+            return self._local_features(x)  # (R, L, d)
+        return torch.cat(
+            [self._local_features(x[i : i + chunk]) for i in range(0, rows, chunk)], dim=0
+        )  # (R, L, d)
+
+    def _local_features(self, x: Tensor) -> Tensor:
         h = self.local_conv(x.unsqueeze(1)).transpose(1, 2)  # (R, L, d)
         if self.config.local_activation:
             h = F.gelu(h)

@@ -113,3 +113,15 @@ def test_patcher_keeps_its_parameter_names_and_shapes():
     assert shapes["blocks.3.conv.weight"] == (32, 32, 3)
     assert shapes["output.weight"] == (1, 32, 1)
     assert len(shapes) == 2 + 4 * 4 + 2
+
+
+def test_chunked_local_features_match_one_pass():
+    backbone = _backbone()
+    x = torch.randn(5, 32, requires_grad=True)
+    whole = backbone.tokeniser.local_features(x)
+    backbone.tokeniser.chunk_elements = 1  # one row per chunk
+    chunked = backbone.tokeniser.local_features(x)
+    torch.testing.assert_close(chunked, whole, rtol=1e-5, atol=1e-6)
+    (grad_whole,) = torch.autograd.grad(whole.square().sum(), x)
+    (grad_chunked,) = torch.autograd.grad(chunked.square().sum(), x)
+    torch.testing.assert_close(grad_chunked, grad_whole, rtol=1e-5, atol=1e-5)
