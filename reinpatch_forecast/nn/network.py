@@ -528,7 +528,10 @@ class ReinPatchNetwork(nn.Module):
 
         The patcher and the local encoder run once per series; the backbone runs once on all
         ``B*C*G`` patchings. A patcher that is not trained draws one patching (``G = 1``); a
-        frozen learned patcher gives its deterministic patching.
+        frozen learned patcher gives its deterministic patching. With
+        ``config.rollout_fraction`` below 1 (and a trained patcher), only the first
+        ``ceil(f * B)`` windows draw a group; the others draw one patching each (see
+        :class:`Rollout`).
 
         Parameters
         ----------
