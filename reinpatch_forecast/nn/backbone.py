@@ -330,11 +330,11 @@ class Backbone(nn.Module):
                 coarse_starts: Tensor | None = None) -> Tensor:
         """Normalised forecast of every patching.
 
-        Large inputs on the CPU run in chunks of whole series (all ``G`` patchings of a series in the same
-        chunk, so group dropout is unchanged) of at most :attr:`chunk_elements` elements in the
-        widest activation; see :meth:`chunk_rows`. Every row is computed independently, so
-        chunking gives the same forecasts (dropout masks are drawn from the same distribution,
-        in a different order).
+        Large inputs on the CPU run in chunks of whole series (all ``G`` patchings of a series
+        in the same chunk, so group dropout is unchanged) of at most :attr:`chunk_elements`
+        elements in the widest activation; see :meth:`chunk_rows`. Every row is computed
+        independently, so chunking gives the same forecasts (dropout masks are drawn from the
+        same distribution, in a different order).
 
         Parameters
         ----------

@@ -12,8 +12,9 @@ from reinpatch_forecast import ReinPatchModel
 
 @pytest.mark.parametrize("likelihood", [None, QuantileRegression([0.1, 0.5, 0.9])],
                          ids=["point", "quantile"])
-def test_rollout_fraction_with_one_backbone_draw_fits_and_predicts(make_model, series,
-                                                                    likelihood):
+def test_rollout_fraction_with_one_backbone_draw_fits_and_predicts(
+    make_model, series, likelihood
+):
     model = make_model(group_size=4, backbone_draws=1, rollout_fraction=0.5,
                        likelihood=likelihood)
     model.fit(series, sample_weight="linear")
