@@ -160,6 +160,7 @@ def _build_model(spec: RunSpec, args, work_dir: Path):
     draws = spec.params.get("draws", "all")
     reinpatch = dict(compression_rate=spec.params.get("R", 8), group_size=spec.params.get("G", 8),
                      backbone_draws=None if draws == "all" else draws,
+                     uniform_prior=spec.params.get("prior", 0.0),
                      d_model=args.d_model, n_heads=4, n_layers=args.n_layers,
                      dropout=args.dropout)
     if spec.model in ("learned", "uniform", "random", "volatility"):
@@ -223,18 +224,21 @@ SETTINGS = ("epochs", "batch_size", "lr", "patience", "d_model", "n_layers", "dr
 
 
 def plan(datasets: list[str], horizons: list[int], models: list[str], lookback: int,
-         settings: dict[str, Any], learned_draws: int | str = 1) -> list[RunSpec]:
+         settings: dict[str, Any], learned_draws: int | str = 1,
+         learned_prior: float = 0.0) -> list[RunSpec]:
     """Every run of the table, cell by cell (dataset, horizon), in the order of ``models``."""
     specs = []
     for dataset in datasets:
         for horizon in horizons:
             for model in models:
-                specs += _family_runs(dataset, horizon, model, lookback, settings, learned_draws)
+                specs += _family_runs(dataset, horizon, model, lookback, settings, learned_draws,
+                                      learned_prior)
     return specs
 
 
 def _family_runs(dataset: str, horizon: int, model: str, lookback: int,
-                 settings: dict[str, Any], learned_draws: int | str) -> list[RunSpec]:
+                 settings: dict[str, Any], learned_draws: int | str,
+                 learned_prior: float = 0.0) -> list[RunSpec]:
     def run(params: dict[str, Any]) -> RunSpec:
         return RunSpec(dataset, horizon, model, params, lookback, settings)
 
@@ -253,6 +257,8 @@ def _family_runs(dataset: str, horizon: int, model: str, lookback: int,
         # GRPG rows name their group and how many draws train the backbone.
         params = {"R": list(LEVEL2_RATES) if model == "learned_l2" else 8, "G": 8,
                   "draws": learned_draws}
+        if learned_prior:
+            params["prior"] = learned_prior
         if model == "learned_init":
             params["patcher"] = PRETRAINED_SHA256[:10]
         return [run(params)]
@@ -290,6 +296,8 @@ def rows_for_report(runs: dict[str, dict], settings: dict[str, Any] | None = Non
             name = DISPLAY_NAMES.get(name, name)
             if spec["params"].get("draws") == "all":
                 name += " [backbone on all G draws]"
+            if spec["params"].get("prior"):
+                name += f" [uniform prior {spec['params']['prior']:g}]"
             rows.append(dict(dataset=dataset, horizon=horizon, model=name, **_scores(record)))
         for name, tried in sorted(peers.items()):
             best = min(tried, key=lambda r: r["val_mse"])
@@ -445,6 +453,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--learned-draws", type=int, default=1,
                         help="GRPG draws per series that train the backbone in the learned "
                              "rows (the others only score rewards); 0: all G")
+    parser.add_argument("--learned-prior", type=float, default=0.0,
+                        help="uniform_prior of the learned rows (a logit bonus on the uniform "
+                             "grid; 0: none)")
     parser.add_argument("--progress", action="store_true")
     parser.add_argument("--report-only", action="store_true")
     parser.add_argument("--out-dir", type=Path, default=RESULTS,
@@ -463,7 +474,8 @@ def main(argv: list[str] | None = None) -> None:
         horizons = args.horizons or PROFILES[args.profile]["horizons"]
         settings = {name: getattr(args, name) for name in SETTINGS}
         draws = "all" if args.learned_draws == 0 else args.learned_draws
-        for spec in plan(datasets, horizons, args.models, args.lookback, settings, draws):
+        for spec in plan(datasets, horizons, args.models, args.lookback, settings, draws,
+                         args.learned_prior):
             runs.update(load_cache(cache))  # another process may share the cache
             if spec.key in runs:
                 continue
