@@ -161,6 +161,7 @@ def _build_model(spec: RunSpec, args, work_dir: Path):
     reinpatch = dict(compression_rate=spec.params.get("R", 8), group_size=spec.params.get("G", 8),
                      backbone_draws=None if draws == "all" else draws,
                      uniform_prior=spec.params.get("prior", 0.0),
+                     rollout_fraction=spec.params.get("fraction"),
                      d_model=args.d_model, n_heads=4, n_layers=args.n_layers,
                      dropout=args.dropout)
     if spec.model in ("learned", "uniform", "random", "volatility"):
@@ -225,20 +226,21 @@ SETTINGS = ("epochs", "batch_size", "lr", "patience", "d_model", "n_layers", "dr
 
 def plan(datasets: list[str], horizons: list[int], models: list[str], lookback: int,
          settings: dict[str, Any], learned_draws: int | str = 1,
-         learned_prior: float = 0.0) -> list[RunSpec]:
+         learned_prior: float = 0.0, learned_fraction: float | None = None) -> list[RunSpec]:
     """Every run of the table, cell by cell (dataset, horizon), in the order of ``models``."""
     specs = []
     for dataset in datasets:
         for horizon in horizons:
             for model in models:
                 specs += _family_runs(dataset, horizon, model, lookback, settings, learned_draws,
-                                      learned_prior)
+                                      learned_prior, learned_fraction)
     return specs
 
 
 def _family_runs(dataset: str, horizon: int, model: str, lookback: int,
                  settings: dict[str, Any], learned_draws: int | str,
-                 learned_prior: float = 0.0) -> list[RunSpec]:
+                 learned_prior: float = 0.0,
+                 learned_fraction: float | None = None) -> list[RunSpec]:
     def run(params: dict[str, Any]) -> RunSpec:
         return RunSpec(dataset, horizon, model, params, lookback, settings)
 
@@ -259,6 +261,8 @@ def _family_runs(dataset: str, horizon: int, model: str, lookback: int,
                   "draws": learned_draws}
         if learned_prior:
             params["prior"] = learned_prior
+        if learned_fraction is not None:
+            params["fraction"] = learned_fraction
         if model == "learned_init":
             params["patcher"] = PRETRAINED_SHA256[:10]
         return [run(params)]
@@ -296,6 +300,8 @@ def rows_for_report(runs: dict[str, dict], settings: dict[str, Any] | None = Non
             name = DISPLAY_NAMES.get(name, name)
             if spec["params"].get("draws") == "all":
                 name += " [backbone on all G draws]"
+            if spec["params"].get("fraction") is not None:
+                name += f" [groups on {spec['params']['fraction']:g} of windows]"
             if spec["params"].get("prior"):
                 name += f" [uniform prior {spec['params']['prior']:g}]"
             rows.append(dict(dataset=dataset, horizon=horizon, model=name, **_scores(record)))
@@ -456,6 +462,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--learned-prior", type=float, default=0.0,
                         help="uniform_prior of the learned rows (a logit bonus on the uniform "
                              "grid; 0: none)")
+    parser.add_argument("--learned-fraction", type=float, default=None,
+                        help="rollout_fraction of the learned rows (share of a batch's windows "
+                             "that draw a GRPG group; default: all)")
     parser.add_argument("--progress", action="store_true")
     parser.add_argument("--report-only", action="store_true")
     parser.add_argument("--out-dir", type=Path, default=RESULTS,
@@ -475,7 +484,7 @@ def main(argv: list[str] | None = None) -> None:
         settings = {name: getattr(args, name) for name in SETTINGS}
         draws = "all" if args.learned_draws == 0 else args.learned_draws
         for spec in plan(datasets, horizons, args.models, args.lookback, settings, draws,
-                         args.learned_prior):
+                         args.learned_prior, args.learned_fraction):
             runs.update(load_cache(cache))  # another process may share the cache
             if spec.key in runs:
                 continue

@@ -39,12 +39,13 @@ class Outcome:
 
 
 def train_and_evaluate(patcher: str, policy_sign: float = 1.0, seed: int = 0,
-                       backbone_draws: int | None = None) -> Outcome:
+                       backbone_draws: int | None = None,
+                       rollout_fraction: float | None = None) -> Outcome:
     torch.manual_seed(seed)
     config = ReinPatchConfig(
         input_length=LOOKBACK, output_length=HORIZON, compression_rate=LOOKBACK / N_PATCHES,
         patcher=patcher, group_size=8 if patcher == "learned" else 1, entropy_coef=0.0,
-        backbone_draws=backbone_draws,
+        backbone_draws=backbone_draws, rollout_fraction=rollout_fraction,
         d_model=32, n_heads=4, n_layers=1, dropout=0.0,
         use_resampled=False, local_activation=False, revin=False,
     )
