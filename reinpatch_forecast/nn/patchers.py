@@ -528,15 +528,8 @@ def uniform_starts(length: int, n_patches: int, device: torch.device | None = No
     return torch.div(index * length, n_patches, rounding_mode="floor")  # (N,)
 
 
-class UniformPatcher(Patcher):
-    """Fixed patches of equal size, as PatchTST (non-overlapping, stride = patch length).
-
-    With ``levels=2`` the coarse starts are the uniform patching of the ``N1`` fine patches
-    into ``N2`` runs (:func:`uniform_starts` of ``N1`` and ``N2`` picks which fine starts):
-    every ``ceil(N1 / N2)``-th fine start counted from the end of the window, plus 0. That is
-    every ``R2``-th fine start, the uniform grid of ``R1 * R2`` steps, whenever ``L`` is a
-    multiple of ``R1 * R2``.
-    """
+class _FixedRule(Patcher):
+    """A deterministic rule without parameters: decoding is drawing one patching."""
 
     def __init__(self, levels: int = 1) -> None:
         super().__init__()
@@ -545,6 +538,17 @@ class UniformPatcher(Patcher):
     def decode(self, x: Tensor, n_patches: int,
                n_coarse_patches: int | None = None) -> Patching:
         return self.sample(x, n_patches, 1, n_coarse_patches)
+
+
+class UniformPatcher(_FixedRule):
+    """Fixed patches of equal size, as PatchTST (non-overlapping, stride = patch length).
+
+    With ``levels=2`` the coarse starts are the uniform patching of the ``N1`` fine patches
+    into ``N2`` runs (:func:`uniform_starts` of ``N1`` and ``N2`` picks which fine starts):
+    every ``ceil(N1 / N2)``-th fine start counted from the end of the window, plus 0. That is
+    every ``R2``-th fine start, the uniform grid of ``R1 * R2`` steps, whenever ``L`` is a
+    multiple of ``R1 * R2``.
+    """
 
     def sample(self, x: Tensor, n_patches: int, group_size: int,
                n_coarse_patches: int | None = None) -> Patching:
@@ -598,21 +602,13 @@ class RandomPatcher(Patcher):
                                   n_coarse_patches))
 
 
-class VolatilityPatcher(Patcher):
+class VolatilityPatcher(_FixedRule):
     """Start patches at the ``N - 1`` largest absolute steps ``|x_t - x_{t-1}|``.
 
     A TimeSqueeze/EntroPE-like heuristic. Ties (a flat series) go to the earliest positions.
     With ``levels=2`` the coarse starts are the ``N2 - 1`` fine starts with the largest steps,
     plus 0 (the first ``N2 - 1`` of the same stable ranking, so they are fine starts).
     """
-
-    def __init__(self, levels: int = 1) -> None:
-        super().__init__()
-        self.levels = _check_levels(levels)
-
-    def decode(self, x: Tensor, n_patches: int,
-               n_coarse_patches: int | None = None) -> Patching:
-        return self.sample(x, n_patches, 1, n_coarse_patches)
 
     def sample(self, x: Tensor, n_patches: int, group_size: int,
                n_coarse_patches: int | None = None) -> Patching:
