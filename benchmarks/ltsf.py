@@ -380,11 +380,18 @@ def _summary(rows: list[dict], dataset: str, horizons: list[int]) -> list[str]:
     column is in bold. Per-size uniform rows stay in the detail table (the tuned row is here).
     """
     table: dict[str, dict[int, float]] = {}
+    chosen: dict[tuple[str, int], str] = {}  # the value picked on validation, per cell
     for row in rows:
-        if row["dataset"] == dataset and not row["model"].startswith("uniform R="):
-            table.setdefault(row["model"], {})[row["horizon"]] = row["test_mse"]
+        if row["dataset"] != dataset or row["model"].startswith("uniform R="):
+            continue
+        name = row["model"]
+        if name.startswith("uniform tuned") or name.split(" ")[0] in PEERS:
+            name, _, picked = name.partition(" (")
+            chosen[(name, row["horizon"])] = picked.rstrip(")")
+        table.setdefault(name, {})[row["horizon"]] = row["test_mse"]
     best = {h: min((v[h] for v in table.values() if h in v), default=None) for h in horizons}
-    lines = ["Test MSE (lower is better; bold: best of this repo's runs per column):", "",
+    lines = ["Test MSE (lower is better; bold: best of this repo's runs per column; in brackets "
+             "the patch size or learning rate chosen on validation):", "",
              "| model | " + " | ".join(f"H={h}" for h in horizons) + " | avg |",
              "|---|" + "---|" * (len(horizons) + 1)]
 
@@ -396,9 +403,13 @@ def _summary(rows: list[dict], dataset: str, horizons: list[int]) -> list[str]:
     for model, values in sorted(table.items()):
         complete = all(h in values for h in horizons)
         avg = float(np.mean([values[h] for h in horizons])) if complete else None
-        lines.append(f"| {model} | " + " | ".join(
-            cell(values.get(h), values.get(h) == best[h]) for h in horizons
-        ) + f" | {cell(avg, False)} |")
+        cells = []
+        for h in horizons:
+            text = cell(values.get(h), values.get(h) == best[h])
+            if (model, h) in chosen:
+                text += f" [{chosen[(model, h)]}]"
+            cells.append(text)
+        lines.append(f"| {model} | " + " | ".join(cells) + f" | {cell(avg, False)} |")
     for source, published in PUBLISHED.items():
         if dataset in published:
             values = dict(zip((96, 192, 336, 720), published[dataset]))
