@@ -274,7 +274,8 @@ CASES = [
          ValueError, r"Cannot read the patcher file .*cut_patcher\.pt.* truncated"),
     Case("patcher_path_that_does_not_exist",
          lambda ctx: ctx.make(patcher=os.path.join(ctx.tmp, "missing_patcher.pt")), ValueError,
-         r"patcher must be one of 'learned', .* or the path of a saved patcher file"),
+         r"patcher must be one of 'learned', .* or the path of a patcher file saved with "
+         r".*missing_patcher\.pt.* \(no such file\)"),
 ]
 
 
