@@ -39,9 +39,9 @@ from reinpatch_forecast.nn.segments import (
     pool_tokens,
 )
 
-from patcher_support import SETTINGS, ref_plackett_luce  # noqa: E402
-from patcher_support import make as _make  # noqa: E402
-from patcher_support import small_learned as _small_learned  # noqa: E402
+from nn_support import SETTINGS, check_sampled_frequencies, ref_plackett_luce  # noqa: E402
+from nn_support import make as _make  # noqa: E402
+from nn_support import small_learned as _small_learned  # noqa: E402
 
 
 # -- helpers -------------------------------------------------------------------------------------
@@ -372,14 +372,7 @@ def test_two_level_gumbel_top_k_samples_the_exact_distribution(monkeypatch):
         assert abs(math.log(exact[best]) - lp) < 1e-4  # log_prob is that of one outcome
         ordered[best] += 1
     n_draws = rows * group
-    observed = [ordered[o] for o in outcomes]
-    expected = [n_draws * exact[o] for o in outcomes]
-    assert stats.chisquare(observed, expected).pvalue > 1e-3
-    set_observed = [sum(ordered[o] for o in members) for members in by_sets.values()]
-    set_expected = [n_draws * sum(exact[o] for o in members) for members in by_sets.values()]
-    assert stats.chisquare(set_observed, set_expected).pvalue > 1e-3
-    for obs, exp in zip(set_observed, set_expected):
-        assert abs(obs - exp) < 5 * math.sqrt(exp) + 1
+    check_sampled_frequencies(ordered, exact, by_sets, n_draws)
 
 
 def test_two_level_decode_is_greedy_at_both_levels_and_entropy_sums_levels(monkeypatch):

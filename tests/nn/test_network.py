@@ -10,23 +10,13 @@ import torch.nn.functional as F
 
 from reinpatch_forecast.nn.network import ReinPatchConfig, ReinPatchNetwork, TrainingLosses
 
+from nn_support import small_config, small_network  # noqa: E402
+
 B, L, C, H = 3, 32, 2, 6
 
 
-def config(**overrides) -> ReinPatchConfig:
-    """A small configuration: N = 8 patches of mean length 4."""
-    values = dict(
-        input_length=L, output_length=H, n_channels=C, compression_rate=4, group_size=4,
-        d_model=16, n_heads=2, n_layers=1, patcher_hidden_size=8, patcher_layers=2,
-        resample_points=4,
-    )
-    values.update(overrides)
-    return ReinPatchConfig(**values)
-
-
-def network(seed: int = 0, **overrides) -> ReinPatchNetwork:
-    torch.manual_seed(seed)
-    return ReinPatchNetwork(config(**overrides))
+config = small_config
+network = small_network
 
 
 def data(seed: int = 0, batch: int = B, length: int = L, channels: int = C):

@@ -10,7 +10,6 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
-from scipy import stats
 
 from reinpatch_forecast.nn.backbone import BackboneConfig, PatchTokeniser
 from reinpatch_forecast.nn.network import ReinPatchConfig, ReinPatchNetwork
@@ -25,7 +24,13 @@ from reinpatch_forecast.nn.patchers import (
 )
 from reinpatch_forecast.nn.segments import patch_lengths, resample_patches
 
-from patcher_support import SETTINGS, make, ref_plackett_luce, small_learned  # noqa: E402
+from nn_support import (  # noqa: E402
+    SETTINGS,
+    check_sampled_frequencies,
+    make,
+    ref_plackett_luce,
+    small_learned,
+)
 
 
 def with_fixed_logits(patcher: LearnedPatcher, logits: torch.Tensor, monkeypatch) -> None:
@@ -193,14 +198,7 @@ def test_gumbel_top_k_samples_the_plackett_luce_distribution(monkeypatch):
         assert abs(math.log(exact[best]) - lp) < 1e-4  # log_prob is that of one order of the set
         ordered[best] += 1
     n_draws = rows * group
-    observed = [ordered[o] for o in orders]
-    expected = [n_draws * exact[o] for o in orders]
-    assert stats.chisquare(observed, expected).pvalue > 1e-3
-    set_observed = [sum(ordered[o] for o in members) for members in by_set.values()]
-    set_expected = [n_draws * sum(exact[o] for o in members) for members in by_set.values()]
-    assert stats.chisquare(set_observed, set_expected).pvalue > 1e-3
-    for obs, exp in zip(set_observed, set_expected):
-        assert abs(obs - exp) < 5 * math.sqrt(exp) + 1
+    check_sampled_frequencies(ordered, exact, by_set, n_draws)
 
 
 def test_learned_decode_is_top_k_and_entropy_is_softmax_entropy(monkeypatch):
