@@ -162,6 +162,8 @@ def _build_model(spec: RunSpec, args, work_dir: Path):
                      backbone_draws=None if draws == "all" else draws,
                      uniform_prior=spec.params.get("prior", 0.0),
                      rollout_fraction=spec.params.get("fraction"),
+                     entropy_coef=spec.params.get("entropy", 1e-3),
+                     patcher_lr=spec.params.get("patcher_lr"),
                      d_model=args.d_model, n_heads=4, n_layers=args.n_layers,
                      dropout=args.dropout)
     if spec.model in ("learned", "uniform", "random", "volatility"):
@@ -226,21 +228,23 @@ SETTINGS = ("epochs", "batch_size", "lr", "patience", "d_model", "n_layers", "dr
 
 def plan(datasets: list[str], horizons: list[int], models: list[str], lookback: int,
          settings: dict[str, Any], learned_draws: int | str = 1,
-         learned_prior: float = 0.0, learned_fraction: float | None = None) -> list[RunSpec]:
+         learned_prior: float = 0.0, learned_fraction: float | None = None,
+         learned_extra: dict[str, Any] | None = None) -> list[RunSpec]:
     """Every run of the table, cell by cell (dataset, horizon), in the order of ``models``."""
     specs = []
     for dataset in datasets:
         for horizon in horizons:
             for model in models:
                 specs += _family_runs(dataset, horizon, model, lookback, settings, learned_draws,
-                                      learned_prior, learned_fraction)
+                                      learned_prior, learned_fraction, learned_extra)
     return specs
 
 
 def _family_runs(dataset: str, horizon: int, model: str, lookback: int,
                  settings: dict[str, Any], learned_draws: int | str,
                  learned_prior: float = 0.0,
-                 learned_fraction: float | None = None) -> list[RunSpec]:
+                 learned_fraction: float | None = None,
+                 learned_extra: dict[str, Any] | None = None) -> list[RunSpec]:
     def run(params: dict[str, Any]) -> RunSpec:
         return RunSpec(dataset, horizon, model, params, lookback, settings)
 
@@ -263,6 +267,7 @@ def _family_runs(dataset: str, horizon: int, model: str, lookback: int,
             params["prior"] = learned_prior
         if learned_fraction is not None:
             params["fraction"] = learned_fraction
+        params.update(learned_extra or {})
         if model == "learned_init":
             params["patcher"] = PRETRAINED_SHA256[:10]
         return [run(params)]
@@ -302,6 +307,11 @@ def rows_for_report(runs: dict[str, dict], settings: dict[str, Any] | None = Non
                 name += " [backbone on all G draws]"
             if spec["params"].get("fraction") is not None:
                 name += f" [groups on {spec['params']['fraction']:g} of windows]"
+            for key, label in (("entropy", "entropy_coef"), ("patcher_lr", "patcher_lr")):
+                if key in spec["params"]:
+                    name += f" [{label} {spec['params'][key]:g}]"
+            if spec["model"].startswith("learned") and spec["params"].get("G", 8) != 8:
+                name += f" [G={spec['params']['G']}]"
             if spec["params"].get("prior"):
                 name += f" [uniform prior {spec['params']['prior']:g}]"
             rows.append(dict(dataset=dataset, horizon=horizon, model=name, **_scores(record)))
@@ -444,6 +454,13 @@ def _plot(rows: list[dict], out_dir: Path) -> None:
     plt.close(fig)
 
 
+def _extra(args) -> dict[str, Any]:
+    """Non-default learned-row settings given on the command line (they enter the run key)."""
+    extra = {"G": args.learned_group, "entropy": args.learned_entropy,
+             "patcher_lr": args.learned_patcher_lr}
+    return {k: v for k, v in extra.items() if v is not None}
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", choices=sorted(PROFILES), default="quick")
@@ -476,6 +493,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--learned-fraction", type=float, default=None,
                         help="rollout_fraction of the learned rows (share of a batch's windows "
                              "that draw a GRPG group; default: all)")
+    parser.add_argument("--learned-group", type=int, default=None,
+                        help="group size G of the learned rows (default 8)")
+    parser.add_argument("--learned-entropy", type=float, default=None,
+                        help="entropy_coef of the learned rows (default 1e-3)")
+    parser.add_argument("--learned-patcher-lr", type=float, default=None,
+                        help="patcher_lr of the learned rows (default 3x --lr)")
     parser.add_argument("--progress", action="store_true")
     parser.add_argument("--report-only", action="store_true")
     parser.add_argument("--out-dir", type=Path, default=RESULTS,
@@ -495,7 +518,7 @@ def main(argv: list[str] | None = None) -> None:
         settings = {name: getattr(args, name) for name in SETTINGS}
         draws = "all" if args.learned_draws == 0 else args.learned_draws
         for spec in plan(datasets, horizons, args.models, args.lookback, settings, draws,
-                         args.learned_prior, args.learned_fraction):
+                         args.learned_prior, args.learned_fraction, _extra(args)):
             runs.update(load_cache(cache))  # another process may share the cache
             if spec.key in runs:
                 continue
