@@ -20,6 +20,7 @@ import csv
 import datetime as dt
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import time
@@ -154,7 +155,9 @@ def _build_model(spec: RunSpec, args, work_dir: Path):
         input_chunk_length=spec.lookback, output_chunk_length=spec.horizon,
         batch_size=args.batch_size, n_epochs=args.epochs, random_state=args.seed,
         pl_trainer_kwargs=trainer, save_checkpoints=True, force_reset=True,
-        model_name=f"ltsf_{spec.key}", work_dir=str(work_dir),
+        # The process id keeps two processes sharing the cache from deleting each other's
+        # checkpoints (force_reset) when they happen to train the same configuration.
+        model_name=f"ltsf_{spec.key}_{os.getpid()}", work_dir=str(work_dir),
         optimizer_kwargs={"lr": spec.params.get("lr", args.lr)},
     )
     draws = spec.params.get("draws", "all")
