@@ -284,7 +284,8 @@ def rows_for_report(runs: dict[str, dict], settings: dict[str, Any] | None = Non
     """One row per (dataset, horizon, reported model), tuned uniform chosen on validation.
 
     Only runs trained with ``settings`` are reported (Repeat trains nothing and always is), so
-    runs of another protocol in the same cache never mix into one table. A darts peer run at
+    runs of another protocol in the same cache never mix into one table; foundation rows only
+    with the patcher shipped now. A darts peer run at
     several learning rates is reported once, at the rate with the lower validation MSE.
     """
     by_cell: dict[tuple, list[dict]] = {}
@@ -292,6 +293,8 @@ def rows_for_report(runs: dict[str, dict], settings: dict[str, Any] | None = Non
         spec = record["spec"]
         if settings is not None and spec["model"] != "repeat" and spec["settings"] != settings:
             continue
+        if spec["params"].get("patcher", PRETRAINED_SHA256[:10]) != PRETRAINED_SHA256[:10]:
+            continue  # a run with an earlier shipped patcher
         by_cell.setdefault((spec["dataset"], spec["horizon"]), []).append(record)
     rows = []
     for (dataset, horizon), records in sorted(by_cell.items()):

@@ -388,7 +388,7 @@ def _cmd_pretrain_patcher(args: argparse.Namespace) -> int:
             corpus, input_chunk_length=args.lookback, output_chunk_length=args.horizon,
             compression_rate=args.compression_rate, group_size=args.group_size,
             n_epochs=args.epochs, max_windows_per_series=args.max_windows,
-            random_state=args.seed, verbose=not args.quiet,
+            uniform_prior=args.uniform_prior, random_state=args.seed, verbose=not args.quiet,
         )
     seconds = time.perf_counter() - began
     for epoch in result.history:
@@ -609,6 +609,9 @@ def build_parser() -> argparse.ArgumentParser:
                           help="epochs (default: %(default)s)")
     pretrain.add_argument("--max-windows", type=_positive_int, default=256, metavar="N",
                           help="most recent training windows per series (default: %(default)s)")
+    pretrain.add_argument("--uniform-prior", type=float, default=0.0, metavar="BONUS",
+                          help="logit bonus of the uniform grid, kept with the patcher (the "
+                               "shipped one uses 3; default: %(default)s)")
     pretrain.add_argument("--threads", type=_positive_int, default=None,
                           help="torch CPU threads (default: torch's choice)")
     pretrain.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")

@@ -238,6 +238,7 @@ def pretrain_patcher(
     learning_rate: float = 1e-3,
     entropy_coef: float = 1e-3,
     hidden_size: int = 32,
+    uniform_prior: float = 0.0,
     random_state: int = 0,
     verbose: bool = False,
     pl_trainer_kwargs: dict | None = None,
@@ -269,6 +270,9 @@ def pretrain_patcher(
         Size of the throwaway backbone.
     hidden_size
         Channels of the patcher's convolutions.
+    uniform_prior
+        Fixed logit bonus of the uniform grid's starts (stored with the patcher): the policy
+        starts from uniform patches and learns where to deviate; 0 disables it.
     random_state
         Seed: the same seed and corpus give the same patcher.
     verbose
@@ -336,7 +340,7 @@ def pretrain_patcher(
     trainer_kwargs["callbacks"] = [*trainer_kwargs.get("callbacks", []), _History()]
     with torch.random.fork_rng():
         torch.manual_seed(random_state)  # the patcher's initial weights follow the seed
-        initial = LearnedPatcher(hidden_size=hidden_size)
+        initial = LearnedPatcher(hidden_size=hidden_size, uniform_prior=uniform_prior)
     model = ReinPatchModel(
         input_chunk_length=input_chunk_length, output_chunk_length=output_chunk_length,
         compression_rate=compression_rate, patcher="learned", patcher_init=initial,
@@ -357,6 +361,7 @@ def pretrain_patcher(
                     max_windows_per_series=max_windows_per_series, val_fraction=val_fraction,
                     d_model=d_model, n_layers=n_layers, learning_rate=learning_rate,
                     entropy_coef=entropy_coef, hidden_size=hidden_size,
+                    uniform_prior=uniform_prior,
                     random_state=random_state)
     return PretrainResult(patcher=patcher, history=history, n_series=len(arrays),
                           n_train_windows=n_windows, settings=settings)

@@ -96,3 +96,11 @@ def test_summary_averages_complete_rows_and_bolds_the_best(ltsf):
     random = next(line for line in lines if line.startswith("| random |"))
     assert learned == "| learned | **0.4000** | **0.5000** | 0.4500 |"
     assert random == "| random | 0.4500 | – | – |"  # no average over a missing horizon
+
+
+def test_foundation_rows_of_an_earlier_shipped_patcher_are_not_reported(ltsf):
+    current = _record(ltsf, "foundation", {"R": 8, "patcher": ltsf.PRETRAINED_SHA256[:10]},
+                      0.7, 0.5)
+    earlier = _record(ltsf, "foundation", {"R": 8, "patcher": "0123456789"}, 0.6, 0.4)
+    rows = ltsf.rows_for_report({current["key"]: current, earlier["key"]: earlier})
+    assert [(r["model"], r["test_mse"]) for r in rows] == [("foundation (zero-shot)", 0.5)]
