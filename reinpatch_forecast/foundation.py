@@ -29,7 +29,7 @@ __all__ = ["PATCHER_FORMAT", "PATCHER_VERSION", "PRETRAINED_SHA256", "patcher_st
            "load_pretrained_patcher", "PretrainEpoch", "PretrainResult", "pretrain_patcher"]
 
 #: SHA-256 of the shipped ``pretrained/patcher.pt`` (checked by the test suite).
-PRETRAINED_SHA256 = "1ec8f684968a2485c9d659dfae33f706b75b933fe6640b475b85c80d03aca4ab"
+PRETRAINED_SHA256 = "7f8bebaf36c19b7196422d9bb0ad25f4a92dcca2fa31ee51551805d50e9f86de"
 
 PATCHER_FORMAT = "reinpatch-forecast/patcher"
 PATCHER_VERSION = 1
