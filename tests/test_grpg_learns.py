@@ -18,6 +18,8 @@ import torch
 
 from reinpatch_forecast.nn import ReinPatchConfig, ReinPatchNetwork
 
+from grpg_support import train_by_grpg  # noqa: E402
+
 LOOKBACK, HORIZON, N_PATCHES = 96, 8, 8
 STEPS, BATCH = 300, 64
 
@@ -50,20 +52,7 @@ def train_and_evaluate(patcher: str, policy_sign: float = 1.0, seed: int = 0,
         use_resampled=False, local_activation=False, revin=False,
     )
     network = ReinPatchNetwork(config)
-    optimiser = torch.optim.Adam(
-        [
-            {"params": network.backbone_parameters(), "lr": 1e-3},
-            {"params": network.patcher_parameters(), "lr": 3e-3},
-        ]
-    )
-    generator = torch.Generator().manual_seed(seed)
-    for _ in range(STEPS):
-        x, y, _ = spike_batch(BATCH, generator)
-        losses = network.training_losses(x, y)
-        loss = losses.backbone_loss + policy_sign * losses.policy_loss
-        optimiser.zero_grad()
-        loss.backward()
-        optimiser.step()
+    train_by_grpg(network, lambda g: spike_batch(BATCH, g)[:2], STEPS, seed, policy_sign)
     network.eval()
     x, y, position = spike_batch(2000, torch.Generator().manual_seed(1234))
     with torch.no_grad():

@@ -23,6 +23,8 @@ import torch
 
 from reinpatch_forecast.nn import ReinPatchConfig, ReinPatchNetwork
 
+from grpg_support import train_by_grpg  # noqa: E402
+
 LOOKBACK, HORIZON, SPIKE_PERIOD, SLOW_PERIOD = 96, 8, 8, 64
 BATCH = 64
 TWO_LEVEL_RATE, ONE_LEVEL_RATE = (4, 4), 16  # both give 6 top-level tokens on L = 96
@@ -55,19 +57,7 @@ def train_and_evaluate(levels: int, patcher: str, steps: int, seed: int = 0):
     )
     assert (config.n_coarse_patches if levels == 2 else config.n_patches) == 6
     network = ReinPatchNetwork(config)
-    optimiser = torch.optim.Adam(
-        [
-            {"params": network.backbone_parameters(), "lr": 1e-3},
-            {"params": network.patcher_parameters(), "lr": 3e-3},
-        ]
-    )
-    generator = torch.Generator().manual_seed(seed)
-    for _ in range(steps):
-        x, y = two_scale_batch(BATCH, generator)
-        losses = network.training_losses(x, y)
-        optimiser.zero_grad()
-        losses.loss.backward()
-        optimiser.step()
+    train_by_grpg(network, lambda g: two_scale_batch(BATCH, g), steps, seed)
     network.eval()
     x, y = two_scale_batch(2000, torch.Generator().manual_seed(1234))
     with torch.no_grad():
