@@ -1,8 +1,8 @@
 """ReinPatch in pure PyTorch: no darts, sktime, pandas or file I/O in this subpackage."""
 
 from .backbone import Backbone, BackboneConfig, PatchTokeniser
-from .grpg import PolicyLoss, group_advantages, policy_loss
-from .network import ReinPatchConfig, ReinPatchNetwork, Rollout, TrainingLosses
+from .grpg import PolicyLoss, policy_loss, self_critical_advantages
+from .network import ReinPatchConfig, ReinPatchNetwork, TrainingLosses
 from .patchers import (
     PATCHER_NAMES,
     LearnedPatcher,
@@ -13,12 +13,15 @@ from .patchers import (
     VolatilityPatcher,
     make_patcher,
     plackett_luce_log_prob,
+    uniform_starts,
 )
+from .policies import POLICY_NAMES, DensityPolicy, OffsetPolicy, TopKPolicy
 from .revin import InstanceStats, RevIN
 
 __all__ = [
-    "Backbone", "BackboneConfig", "PatchTokeniser", "PolicyLoss", "group_advantages",
-    "policy_loss", "ReinPatchConfig", "ReinPatchNetwork", "Rollout", "TrainingLosses",
+    "Backbone", "BackboneConfig", "PatchTokeniser", "PolicyLoss", "self_critical_advantages",
+    "policy_loss", "ReinPatchConfig", "ReinPatchNetwork", "TrainingLosses", "POLICY_NAMES",
+    "OffsetPolicy", "DensityPolicy", "TopKPolicy", "uniform_starts",
     "PATCHER_NAMES", "LearnedPatcher", "Patcher", "Patching", "RandomPatcher", "UniformPatcher",
     "VolatilityPatcher", "make_patcher", "plackett_luce_log_prob", "InstanceStats", "RevIN",
 ]

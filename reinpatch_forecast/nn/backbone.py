@@ -55,11 +55,14 @@ class BackboneConfig:
     d_model, n_heads, n_layers, dropout
         Transformer encoder sizes; the feed-forward width is ``ff_multiplier * d_model``.
     resample_points
-        ``P``: points each patch's raw values are resampled to.
+        ``P``: points each patch's raw values are area-resampled to (box means over ``P``
+        equal sub-intervals, :func:`~reinpatch_forecast.nn.segments.resample_patches`): a patch
+        of ``P`` steps gives its values exactly, a shorter one repeats them (lossless), a
+        longer one is box-averaged (no aliasing).
     use_local_mean
         Token part 1: mean of local-encoder features over the patch.
     use_resampled
-        Token part 2: the patch's normalised values resampled to ``P`` points, projected.
+        Token part 2: the patch's normalised values area-resampled to ``P`` points, projected.
     use_position
         Token part 3: embeddings of the patch's distance from the window's end and its length.
     local_activation
@@ -125,6 +128,10 @@ class PatchTokeniser(nn.Module):
     """One token per patch: the sum of the enabled parts (see :class:`BackboneConfig`).
 
     The local features of a series are computed once and shared by all ``G`` patchings of it.
+    The resampled part reads each patch as a step function and takes its mean over ``P`` equal
+    sub-intervals (area resampling), so no patch the policy produces loses information a
+    uniform ``P``-step patch keeps: up to ``P`` steps nothing is lost, longer patches are
+    low-passed rather than aliased.
     Position features are fixed sinusoids of the distance from the window's end and of the
     length, projected linearly: no table is tied to ``L``.
     """
@@ -327,7 +334,7 @@ class Backbone(nn.Module):
         return h  # (R*G, N2, d)
 
     def forward(self, x: Tensor, starts: Tensor, local: Tensor | None = None,
-                coarse_starts: Tensor | None = None) -> Tensor:
+                coarse_starts: Tensor | None = None, chunk: int | None = None) -> Tensor:
         """Normalised forecast of every patching.
 
         Large inputs on the CPU run in chunks of whole series (all ``G`` patchings of a series
@@ -347,6 +354,10 @@ class Backbone(nn.Module):
         coarse_starts
             ``(R, G, N2)`` int64 sorted coarse starts, each one of ``starts`` (nested):
             required with two levels, refused with one.
+        chunk
+            Series per chunk on the CPU; default :meth:`chunk_rows`. Two passes given the same
+            chunk split the rows alike, so they draw the same dropout masks from the same
+            random state (the GRPG step relies on it).
 
         Returns
         -------
@@ -363,7 +374,8 @@ class Backbone(nn.Module):
         rows, group, _ = starts.shape
         # Only the CPU pays for fresh large allocations; an accelerator's caching allocator
         # does not, and prefers one large kernel to several small ones.
-        chunk = self.chunk_rows(rows, group, x.shape[-1], local is None)
+        if chunk is None:
+            chunk = self.chunk_rows(rows, group, x.shape[-1], local is None)
         if x.device.type != "cpu" or chunk >= rows:
             return self._forward(x, starts, local, coarse_starts)
         outputs = [

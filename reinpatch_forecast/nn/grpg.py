@@ -1,4 +1,11 @@
-"""Group Relative Policy Gradient (GRPG): advantages and the policy loss.
+"""Group Relative Policy Gradient (GRPG, v2 protocol): advantages and the policy loss.
+
+Every series draws ``G`` sampled patchings next to its decoded one. A sample's advantage is its
+reward minus the decode's (the group-relative, self-critical baseline: exploring pays only
+where a sample beats what validation and prediction would use), divided by the standard
+deviation of all advantages of the batch. The per-group standard deviation of the first
+version turned pure noise into unit-size steps (``design.md`` §1a); the batch scale keeps a
+group whose samples barely differ from its decode near zero.
 
 Shape legend
 ------------
@@ -9,100 +16,74 @@ G : group size
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import torch
 from torch import Tensor
 
-__all__ = ["SCALE_REWARDS", "PolicyLoss", "group_advantages", "policy_loss"]
-
-ScaleRewards = Literal["group", "batch", "none"]
-SCALE_REWARDS: tuple[str, ...] = ("group", "batch", "none")
+__all__ = ["PolicyLoss", "self_critical_advantages", "policy_loss"]
 
 
 @dataclass
 class PolicyLoss:
-    """The policy loss of a batch and its diagnostics (all scalars, diagnostics detached).
+    """The policy loss of a batch and its diagnostics.
 
     Attributes
     ----------
     loss
-        ``-mean(A * log p) - entropy_coef * mean(entropy)``; gradients reach the patcher only.
-    mean_reward
-        Mean of the rewards.
+        ``-mean(A * log pi) + kl_coef * mean(KL)``; gradients reach the patcher only.
     advantage_std
-        Standard deviation of the advantages (0 when every group is tied).
-    entropy
-        Mean policy entropy.
+        Standard deviation of the scaled advantages (detached; 0 when no sample differs in
+        reward from its decode, 1 otherwise).
+    kl
+        Mean KL divergence to the reference policy (detached).
     """
 
     loss: Tensor
-    mean_reward: Tensor
     advantage_std: Tensor
-    entropy: Tensor
+    kl: Tensor
 
 
-def group_advantages(
-    rewards: Tensor, scale: ScaleRewards = "group", eps: float = 1e-6
-) -> Tensor:
-    """Rewards centred within each group and optionally scaled.
+def self_critical_advantages(sample_rewards: Tensor, decode_rewards: Tensor,
+                             eps: float = 1e-8) -> Tensor:
+    """Sample reward minus the decode's reward, scaled by the batch standard deviation.
 
     Parameters
     ----------
-    rewards
-        ``(R, G)``.
-    scale
-        ``"group"``: divide by each group's standard deviation (GRPO); ``"batch"``: by the
-        standard deviation of all centred rewards; ``"none"``: centre only.
+    sample_rewards
+        ``(R, G)``: reward of every sampled patching.
+    decode_rewards
+        ``(R,)``: reward of the decoded patching of the same series.
     eps
         Added to the standard deviation.
 
     Returns
     -------
     Tensor
-        ``(R, G)``, detached. A group whose rewards are all equal gets exactly zero advantages,
-        so it contributes nothing (rather than rounding noise divided by ``eps``).
+        ``(R, G)``, detached. Exactly zero when every sample ties its decode (no signal, no
+        step), rather than rounding noise divided by ``eps``.
     """
-    if scale not in SCALE_REWARDS:
-        raise ValueError(f"scale_rewards must be one of {SCALE_REWARDS}, got {scale!r}.")
-    rewards = rewards.detach()
-    tied = (rewards.amax(dim=1, keepdim=True) == rewards.amin(dim=1, keepdim=True))  # (R, 1)
-    centred = rewards - rewards.mean(dim=1, keepdim=True)  # (R, G)
-    if scale == "group":
-        centred = centred / (rewards.std(dim=1, keepdim=True, unbiased=False) + eps)
-    elif scale == "batch":
-        centred = centred / (centred.std(unbiased=False) + eps)
-    return torch.where(tied, torch.zeros_like(centred), centred)  # (R, G)
+    advantages = (sample_rewards - decode_rewards.unsqueeze(-1)).detach()  # (R, G)
+    scale = advantages.std(unbiased=False)
+    # torch.where rather than an `if`: no host sync in the training step
+    return torch.where(scale > 0, advantages / (scale + eps), 0.0)  # (R, G)
 
 
-def policy_loss(
-    rewards: Tensor,
-    log_prob: Tensor,
-    entropy: Tensor,
-    entropy_coef: float = 0.0,
-    scale: ScaleRewards = "group",
-) -> PolicyLoss:
-    """The GRPG policy loss.
+def policy_loss(advantages: Tensor, log_prob: Tensor, kl: Tensor,
+                kl_coef: float = 0.0) -> PolicyLoss:
+    """The GRPG policy loss with a KL anchor.
 
     Parameters
     ----------
-    rewards
-        ``(R, G)``: reward of every draw (``-loss``); detached here.
+    advantages
+        ``(R, G)`` from :func:`self_critical_advantages` (treated as constants).
     log_prob
-        ``(R, G)``: log-probability of every draw under the policy.
-    entropy
-        ``(R,)``: policy entropy per row.
-    entropy_coef
-        Weight of the entropy bonus.
-    scale
-        See :func:`group_advantages`.
+        ``(R, G)``: log-probability of every sample under the policy.
+    kl
+        ``(R,)``: KL divergence of each row's policy to the reference policy.
+    kl_coef
+        ``lambda_KL``.
     """
-    advantages = group_advantages(rewards, scale)  # (R, G)
-    entropy_mean = entropy.mean()
-    loss = -(advantages * log_prob).mean() - entropy_coef * entropy_mean
-    return PolicyLoss(
-        loss=loss,
-        mean_reward=rewards.detach().mean(),
-        advantage_std=advantages.std(unbiased=False),
-        entropy=entropy_mean.detach(),
-    )
+    kl_mean = kl.mean()
+    loss = -(advantages.detach() * log_prob).mean() + kl_coef * kl_mean
+    return PolicyLoss(loss=loss, advantage_std=advantages.detach().std(unbiased=False),
+                      kl=kl_mean.detach())

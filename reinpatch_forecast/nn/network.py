@@ -3,8 +3,6 @@
 Shape legend
 ------------
 B : batch (windows)
-Bg : windows that draw a group (``ceil(rollout_fraction * B)``; ``B`` by default)
-Bs : the other windows, ``B - Bg``: one sampled draw each, backbone training only
 L : lookback length
 C : channels (each one a separate series: channel independence)
 R : rows, ``R = B * C``
@@ -19,6 +17,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
@@ -27,12 +26,20 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .backbone import Backbone, BackboneConfig
-from .grpg import SCALE_REWARDS, policy_loss
-from .patchers import PATCHER_NAMES, LearnedPatcher, Patcher, Patching, make_patcher
+from .grpg import policy_loss, self_critical_advantages
+from .patchers import (
+    PATCHER_NAMES,
+    POLICY_NAMES,
+    LearnedPatcher,
+    Patcher,
+    Patching,
+    make_patcher,
+    uniform_starts,
+)
 from .revin import InstanceStats, RevIN
 from .segments import check_budget, coarse_token_budget, patch_lengths, token_budget
 
-__all__ = ["ReinPatchConfig", "Rollout", "TrainingLosses", "ReinPatchNetwork", "PARAM_KINDS"]
+__all__ = ["ReinPatchConfig", "TrainingLosses", "ReinPatchNetwork", "PARAM_KINDS"]
 
 #: How each forecast parameter is mapped back from the normalised scale:
 #: ``"location"`` like the series itself (``* std + mean``), ``"softplus_scale"`` as a spread
@@ -60,23 +67,15 @@ class ReinPatchConfig:
         gives 24 fine and 6 coarse patches.
     patcher
         ``"learned"`` (ReinPatch), ``"uniform"``, ``"random"`` or ``"volatility"``.
+    policy
+        The learned patcher's boundary policy: ``"offset"``, ``"density"`` or ``"topk"``
+        (see :mod:`~reinpatch_forecast.nn.policies`).
     group_size
-        ``G``: patchings drawn per series for GRPG (>= 2 for the learned patcher).
-    backbone_draws
-        How many of the ``G`` draws of a series train the backbone; the others only score a
-        reward, with the backbone run without gradients (much cheaper than a training pass).
-        ``None``: all ``G`` (the backbone loss is the mean over the group).
-    rollout_fraction
-        Fraction ``f`` of the windows of a batch that draw a group for GRPG: the first
-        ``ceil(f * B)`` windows draw ``G`` patchings each (rewards, advantages and the policy
-        term), the other windows draw one sampled patching each and only train the backbone
-        on it. ``None`` (or 1): every window draws a group. Must satisfy ``0 < f <= 1``.
-        The backbone loss stays the mean over every trained forecast.
-    entropy_coef
-        Weight of the entropy bonus in the policy loss.
-    scale_rewards
-        ``"group"``, ``"batch"`` or ``"none"``
-        (see :func:`~reinpatch_forecast.nn.grpg.group_advantages`).
+        ``G``: patchings sampled per series in a GRPG step and scored against the decoded one
+        (>= 1 for the learned patcher).
+    kl_coef
+        ``lambda_KL``: weight of the KL anchor of the policy to its reference (the uniform grid
+        for ``"offset"`` and ``"density"``).
     nr_params
         ``Q``: values per forecast step.
     param_kinds
@@ -84,12 +83,16 @@ class ReinPatchConfig:
     monotone_params
         Sort the ``Q`` parameters of every step in increasing order (quantile outputs: no
         quantile crossing, whatever the training state).
-    d_model, n_heads, n_layers, ff_multiplier, dropout, resample_points
+    d_model, n_heads, n_layers, ff_multiplier, dropout
         Backbone sizes (see :class:`~reinpatch_forecast.nn.backbone.BackboneConfig`).
+    resample_points
+        ``P``: points each patch is resampled to for its shape token; ``None`` (default): the
+        grid's patch length ``ceil(R)``, so a uniform patch keeps every value and a longer one
+        is low-passed, never aliased.
     use_local_mean, use_resampled, use_position, local_activation
         Token parts, for ablations.
-    patcher_hidden_size, patcher_layers, patcher_kernel_size, patcher_uniform_prior
-        Sizes of the learned patcher and its uniform prior (see
+    patcher_hidden_size, patcher_layers, patcher_kernel_size
+        Sizes of the learned patcher (see
         :class:`~reinpatch_forecast.nn.patchers.LearnedPatcher`).
     revin, revin_affine
         Instance normalisation of every series, and its optional affine map.
@@ -104,11 +107,9 @@ class ReinPatchConfig:
     n_channels: int = 1
     compression_rate: float | tuple[float, float] = 8
     patcher: str = "learned"
-    group_size: int = 8
-    backbone_draws: int | None = None
-    rollout_fraction: float | None = None
-    entropy_coef: float = 1e-3
-    scale_rewards: str = "group"
+    policy: str = "offset"
+    group_size: int = 4
+    kl_coef: float = 0.1
     nr_params: int = 1
     param_kinds: tuple[str, ...] | None = None
     monotone_params: bool = False
@@ -117,7 +118,7 @@ class ReinPatchConfig:
     n_layers: int = 2
     ff_multiplier: int = 2
     dropout: float = 0.1
-    resample_points: int = 8
+    resample_points: int | None = None
     use_local_mean: bool = True
     use_resampled: bool = True
     use_position: bool = True
@@ -125,7 +126,6 @@ class ReinPatchConfig:
     patcher_hidden_size: int = 32
     patcher_layers: int = 4
     patcher_kernel_size: int = 3
-    patcher_uniform_prior: float = 0.0
     revin: bool = True
     revin_affine: bool = False
     levels: int = 1
@@ -144,35 +144,23 @@ class ReinPatchConfig:
             raise ValueError(
                 f"Unknown patcher {self.patcher!r}; use one of {', '.join(PATCHER_NAMES)}."
             )
-        if not isinstance(self.group_size, int) or self.group_size < 1:
-            raise ValueError(f"group_size must be a positive integer, got {self.group_size!r}.")
-        if self.patcher == "learned" and self.group_size < 2:
+        if self.policy not in POLICY_NAMES:
             raise ValueError(
-                f"group_size={self.group_size} with the learned patcher: GRPG compares the draws "
-                "within a group, so it needs group_size >= 2 (8 is the default)."
+                f"Unknown policy {self.policy!r}: use 'offset' (boundaries move a few steps "
+                "around the uniform grid), 'density' (resolution reallocated across the window) "
+                "or 'topk' (the first policy, an ablation)."
             )
-        if self.backbone_draws is not None and not 1 <= self.backbone_draws <= self.group_size:
+        if (isinstance(self.group_size, bool) or not isinstance(self.group_size, int)
+                or self.group_size < 1):
             raise ValueError(
-                f"backbone_draws must be between 1 and group_size={self.group_size} (or None "
-                f"for all draws), got {self.backbone_draws}."
+                f"group_size must be a positive integer (patchings sampled per series and "
+                f"scored against the decoded one), got {self.group_size!r}."
             )
-        if self.rollout_fraction is not None and (
-            isinstance(self.rollout_fraction, bool)
-            or not isinstance(self.rollout_fraction, numbers.Real)
-            or not math.isfinite(self.rollout_fraction)
-            or not 0 < self.rollout_fraction <= 1
-        ):
-            raise ValueError(
-                f"rollout_fraction must be a number with 0 < rollout_fraction <= 1 (the share "
-                f"of the windows of a batch that draw a GRPG group), or None for all windows; "
-                f"got {self.rollout_fraction!r}."
-            )
-        if self.scale_rewards not in SCALE_REWARDS:
-            raise ValueError(
-                f"scale_rewards must be one of {SCALE_REWARDS}, got {self.scale_rewards!r}."
-            )
-        if self.entropy_coef < 0:
-            raise ValueError(f"entropy_coef must be >= 0, got {self.entropy_coef}.")
+        if (isinstance(self.kl_coef, bool) or not isinstance(self.kl_coef, numbers.Real)
+                or not math.isfinite(self.kl_coef) or self.kl_coef < 0):
+            raise ValueError(f"kl_coef must be a finite number >= 0, got {self.kl_coef!r}.")
+        if self.resample_points is None:
+            self.resample_points = math.ceil(self.fine_compression_rate)
         if self.n_channels < 1:
             raise ValueError(f"n_channels must be >= 1, got {self.n_channels}.")
         if self.param_kinds is None:
@@ -249,13 +237,6 @@ class ReinPatchConfig:
             return None
         return coarse_token_budget(self.n_patches, self.compression_rate[1])
 
-    def grouped_windows(self, batch: int) -> int:
-        """``Bg = ceil(rollout_fraction * B)``: windows of a batch of ``B`` that draw a group."""
-        if self.rollout_fraction is None:
-            return batch
-        # The tolerance keeps e.g. 0.3 * 10 (3.0000000000000004 in floats) at 3 windows.
-        return min(batch, max(1, math.ceil(self.rollout_fraction * batch - 1e-9)))
-
     def to_dict(self) -> dict:
         """The constructor arguments, as plain Python values."""
         values = asdict(self)
@@ -264,83 +245,43 @@ class ReinPatchConfig:
 
 
 @dataclass
-class Rollout:
-    """Forecasts of ``G`` patchings of every series.
-
-    With ``ReinPatchConfig.rollout_fraction`` below 1, only the first ``Bg`` windows of the
-    batch draw a group (the fields below without ``single_`` cover those); the other ``Bs``
-    windows have one sampled patching each, in the ``single_`` fields. By default ``Bg = B``
-    and the ``single_`` fields are ``None``.
-
-    Attributes
-    ----------
-    prediction
-        ``(Bg, G, H, C, Q)`` on the scale of the input.
-    log_prob
-        ``(Bg, G, C)``: log-probability of each patching under the patcher.
-    entropy
-        ``(Bg, C)``: the patcher's entropy per series.
-    starts
-        ``(Bg, G, C, N)`` int64: the patchings.
-    n_trained
-        The first ``n_trained`` draws of every series carry gradients to the backbone; the
-        others were forecast without gradients (rewards only).
-    coarse_starts
-        ``(Bg, G, C, N2)`` int64: the coarse starts of a two-level patching (a subset of
-        ``starts`` for every ``(b, g, c)``), ``None`` with one level. ``log_prob`` and
-        ``entropy`` then cover both levels.
-    single_prediction
-        ``(Bs, H, C, Q)``: forecasts of the windows without a group (trained, no reward);
-        ``None`` when every window draws a group.
-    single_starts
-        ``(Bs, C, N)`` int64: their sampled patchings, or ``None``.
-    single_coarse_starts
-        ``(Bs, C, N2)`` int64 with two levels, else ``None``.
-    """
-
-    prediction: Tensor
-    log_prob: Tensor
-    entropy: Tensor
-    starts: Tensor
-    n_trained: int
-    coarse_starts: Tensor | None = None
-    single_prediction: Tensor | None = None
-    single_starts: Tensor | None = None
-    single_coarse_starts: Tensor | None = None
-
-    @property
-    def n_grouped(self) -> int:
-        """``Bg``: windows that drew a group (the first ``Bg`` of the batch)."""
-        return self.prediction.shape[0]
-
-
-@dataclass
 class TrainingLosses:
-    """Losses of one GRPG step and its diagnostics (scalars).
+    """Losses of one GRPG step and its diagnostics.
 
     Attributes
     ----------
     loss
-        ``backbone_loss + policy_loss``: one backward on it trains both parts.
+        ``backbone_loss + policy_loss``: one backward on it trains both parts (the backbone
+        loss reaches only the backbone, the policy loss only the patcher).
     backbone_loss
-        Mean forecasting loss over the trained forecasts (the first ``backbone_draws``
-        patchings of every grouped window, and the one draw of every other window).
+        The forecasting loss of the decoded patching.
     policy_loss
-        GRPG loss (0 when the patcher is not trained).
-    mean_reward, advantage_std, entropy
-        GRPG diagnostics (detached).
-    mean_patch_length, patch_length_std
-        Patch-length statistics of the draws (the mean is ``L / N`` under the exact budget).
+        ``-mean(A * log pi) + kl_coef * mean(KL)`` (0 when the patcher is not trained).
+    prediction
+        ``(B, H, C, Q)``: the forecast of the decoded patching (with gradients), for metrics.
+    mean_reward
+        Mean reward of the decoded patching (``-loss``; detached).
+    advantage
+        Mean advantage of the samples over the decode (detached; > 0: exploring pays).
+    kl, entropy
+        Mean KL to the reference policy and mean entropy (detached).
+    mean_patch_length, patch_length_std, grid_shift
+        Statistics of the decoded patching: mean and within-series spread of the patch
+        lengths (the mean is ``L / N`` under the exact budget), and the mean distance of a
+        start from the uniform grid's.
     """
 
     loss: Tensor
     backbone_loss: Tensor
     policy_loss: Tensor
+    prediction: Tensor
     mean_reward: Tensor
-    advantage_std: Tensor
+    advantage: Tensor
+    kl: Tensor
     entropy: Tensor
     mean_patch_length: Tensor
     patch_length_std: Tensor
+    grid_shift: Tensor
 
 
 def _inverse_softplus(y: Tensor) -> Tensor:
@@ -363,7 +304,7 @@ class ReinPatchNetwork(nn.Module):
     Notes
     -----
     With ``config.levels == 2`` the patcher draws fine and coarse starts (nested), the backbone
-    reads both, :class:`Rollout` carries ``coarse_starts``, and :meth:`coarse_boundaries` gives
+    reads both, and :meth:`coarse_boundaries` gives
     the deterministic coarse starts next to :meth:`boundaries` (the fine ones).
     """
 
@@ -385,7 +326,7 @@ class ReinPatchNetwork(nn.Module):
                         hidden_size=config.patcher_hidden_size,
                         n_layers=config.patcher_layers,
                         kernel_size=config.patcher_kernel_size,
-                        uniform_prior=config.patcher_uniform_prior,
+                        policy=config.policy,
                     )
                     if config.patcher == "learned"
                     else {}
@@ -437,29 +378,28 @@ class ReinPatchNetwork(nn.Module):
                 params.append(_inverse_softplus(spread))
         return torch.stack(params, dim=-1)  # (R*G, H, Q)
 
+    def _coarse_budget(self) -> dict:
+        """``n_coarse_patches`` for a two-level patcher; nothing for one level (so a custom
+        single-level patcher needs no such argument)."""
+        if self.config.levels == 1:
+            return {}
+        return {"n_coarse_patches": self.config.n_coarse_patches}
+
     def _decode(self, patcher_input: Tensor) -> Patching:
         """The patcher's deterministic patching, at one or two levels; ``G == 1``."""
-        if self.config.levels == 1:
-            # The historical call, so a custom single-level patcher needs no new argument.
-            return self.patcher.decode(patcher_input, self.config.n_patches)
-        return self.patcher.decode(patcher_input, self.config.n_patches,
-                                   n_coarse_patches=self.config.n_coarse_patches)
+        return self.patcher.decode(patcher_input, self.config.n_patches, **self._coarse_budget())
 
     def _sample(self, patcher_input: Tensor, group: int) -> Patching:
         """``group`` patchings drawn by the patcher, at one or two levels."""
-        if self.config.levels == 1:
-            return self.patcher.sample(patcher_input, self.config.n_patches, group)
         return self.patcher.sample(patcher_input, self.config.n_patches, group,
-                                   n_coarse_patches=self.config.n_coarse_patches)
+                                   **self._coarse_budget())
 
     def _forecast(self, backbone_input: Tensor, starts: Tensor, stats: InstanceStats | None,
                   batch: int, channels: int, local: Tensor | None = None,
-                  coarse_starts: Tensor | None = None) -> Tensor:
+                  coarse_starts: Tensor | None = None, chunk: int | None = None) -> Tensor:
+        """Forecasts ``(B, G, H, C, Q)`` of the patchings ``starts`` ``(R, G, N)``."""
         group = starts.shape[1]
-        if coarse_starts is None:
-            out = self.backbone(backbone_input, starts, local)  # (R*G, H, Q)
-        else:
-            out = self.backbone(backbone_input, starts, local, coarse_starts)  # (R*G, H, Q)
+        out = self.backbone(backbone_input, starts, local, coarse_starts, chunk)  # (R*G, H, Q)
         out = self._denormalise(out, stats)  # (R*G, H, Q)
         if self.config.monotone_params:
             out = torch.sort(out, dim=-1).values  # (R*G, H, Q)
@@ -523,187 +463,30 @@ class ReinPatchNetwork(nn.Module):
         coarse = self._decode(patcher_input).coarse_starts  # (R, 1, N2)
         return coarse[:, 0].reshape(batch, channels, -1)  # (B, C, N2)
 
-    def rollout(self, x: Tensor, group_size: int | None = None) -> Rollout:
-        """Forecasts of a group of sampled patchings of every series.
-
-        The patcher and the local encoder run once per series; the backbone runs once on all
-        ``B*C*G`` patchings. A patcher that is not trained draws one patching (``G = 1``); a
-        frozen learned patcher gives its deterministic patching. With
-        ``config.rollout_fraction`` below 1 (and a trained patcher), only the first
-        ``ceil(f * B)`` windows draw a group; the others draw one patching each (see
-        :class:`Rollout`).
-
-        Parameters
-        ----------
-        x
-            ``(B, L, C)``.
-        group_size
-            ``G``; defaults to ``config.group_size``.
-        """
-        self._check_input(x)
-        batch, _, channels = x.shape
-        group = group_size or self.config.group_size
-        if not self.trains_patcher:
-            group = 1
-        patcher_input, backbone_input, stats = self._normalise(x)
-        grouped = self.config.grouped_windows(batch) if self.trains_patcher else batch
-        if grouped < batch:
-            return self._partial_rollout(patcher_input, backbone_input, stats, batch, channels,
-                                         group, grouped)
-        if isinstance(self.patcher, LearnedPatcher) and not self.trains_patcher:
-            # A frozen policy trains the backbone on the boundaries it will predict with.
-            patching = self._decode(patcher_input)
-        else:
-            patching = self._sample(patcher_input, group)
-        starts = patching.starts  # (R, G, N)
-        coarse = patching.coarse_starts  # (R, G, N2) or None
-        group = starts.shape[1]
-        n_trained = min(self.config.backbone_draws or group, group)
-        if n_trained == group:
-            prediction = self._forecast(backbone_input, starts, stats, batch, channels,
-                                        coarse_starts=coarse)
-        else:
-            # Local features are shared; only the first draws are trained, the rest are scored.
-            local = None
-            if self.config.use_local_mean:
-                local = self.backbone.tokeniser.local_features(backbone_input)  # (R, L, d)
-            trained = self._forecast(
-                backbone_input, starts[:, :n_trained], stats, batch, channels, local,
-                coarse_starts=None if coarse is None else coarse[:, :n_trained],
-            )  # (B, k, H, C, Q)
-            with torch.no_grad():
-                scored = self._forecast(
-                    backbone_input, starts[:, n_trained:], stats, batch, channels, local,
-                    coarse_starts=None if coarse is None else coarse[:, n_trained:],
-                )  # (B, G-k, H, C, Q)
-            prediction = torch.cat([trained, scored], dim=1)  # (B, G, H, C, Q)
-        n_patches = starts.shape[-1]
-        if coarse is not None:
-            coarse = coarse.reshape(batch, channels, group, -1).transpose(1, 2)  # (B, G, C, N2)
-        return Rollout(
-            prediction=prediction,  # (B, G, H, C, Q)
-            log_prob=patching.log_prob.reshape(batch, channels, group).transpose(1, 2),
-            entropy=patching.entropy.reshape(batch, channels),
-            starts=starts.reshape(batch, channels, group, n_patches).transpose(1, 2),
-            n_trained=n_trained,
-            coarse_starts=coarse,
-        )
-
-    def _partial_rollout(self, patcher_input: Tensor, backbone_input: Tensor,
-                         stats: InstanceStats | None, batch: int, channels: int, group: int,
-                         grouped: int) -> Rollout:
-        """:meth:`rollout` when only the first ``grouped`` windows (``Bg < B``) draw a group.
-
-        Rows are window-major (row ``b * C + c``), so the grouped windows are the first
-        ``Bg * C`` rows: every split below is a slice, shapes stay static, and no Python loop
-        runs over windows. The other windows draw one patching each, without gradients (no
-        policy term reads it), and their forecasts join the trained ones.
-        """
-        rows = grouped * channels  # rows of the grouped windows
-        singles = batch - grouped
-        patching = self._sample(patcher_input[:rows], group)  # starts (Bg*C, G, N)
-        with torch.no_grad():
-            single = self._sample(patcher_input[rows:], 1)  # starts (Bs*C, 1, N)
-        starts, coarse = patching.starts, patching.coarse_starts
-        n_trained = min(self.config.backbone_draws or group, group)
-        local = None
-        if self.config.use_local_mean:
-            local = self.backbone.tokeniser.local_features(backbone_input)  # (R, L, d)
-
-        def part(value: Tensor | None, window_rows: slice) -> Tensor | None:
-            return None if value is None else value[window_rows]
-
-        def stats_of(window_rows: slice) -> InstanceStats | None:
-            if stats is None:
-                return None
-            return InstanceStats(mean=stats.mean[window_rows], std=stats.std[window_rows])
-
-        head, tail = slice(0, rows), slice(rows, None)
-        if n_trained == 1:
-            # One draw per window trains the backbone everywhere: one pass over all B windows.
-            first = torch.cat([starts[:, :1], single.starts], dim=0)  # (R, 1, N)
-            first_coarse = None
-            if coarse is not None:
-                first_coarse = torch.cat([coarse[:, :1], single.coarse_starts], dim=0)
-            trained_all = self._forecast(backbone_input, first, stats, batch, channels, local,
-                                         coarse_starts=first_coarse)  # (B, 1, H, C, Q)
-            trained, single_prediction = trained_all[:grouped], trained_all[grouped:, 0]
-        else:
-            trained = self._forecast(
-                backbone_input[head], starts[:, :n_trained], stats_of(head), grouped, channels,
-                part(local, head), coarse_starts=part(coarse, (slice(None), slice(n_trained))),
-            )  # (Bg, k, H, C, Q)
-            single_prediction = self._forecast(
-                backbone_input[tail], single.starts, stats_of(tail), singles, channels,
-                part(local, tail), coarse_starts=single.coarse_starts,
-            )[:, 0]  # (Bs, H, C, Q)
-        if n_trained < group:
-            with torch.no_grad():
-                scored = self._forecast(
-                    backbone_input[head], starts[:, n_trained:], stats_of(head), grouped,
-                    channels, part(local, head),
-                    coarse_starts=part(coarse, (slice(None), slice(n_trained, None))),
-                )  # (Bg, G-k, H, C, Q)
-            prediction = torch.cat([trained, scored], dim=1)  # (Bg, G, H, C, Q)
-        else:
-            prediction = trained  # (Bg, G, H, C, Q)
-
-        def by_window(value: Tensor | None, draws: int) -> Tensor | None:
-            """``(rows, draws, n)`` -> ``(windows, draws, C, n)``."""
-            if value is None:
-                return None
-            return value.reshape(-1, channels, draws, value.shape[-1]).transpose(1, 2)
-
-        return Rollout(
-            prediction=prediction,  # (Bg, G, H, C, Q)
-            log_prob=patching.log_prob.reshape(grouped, channels, group).transpose(1, 2),
-            entropy=patching.entropy.reshape(grouped, channels),
-            starts=by_window(starts, group),  # (Bg, G, C, N)
-            n_trained=n_trained,
-            coarse_starts=by_window(coarse, group),  # (Bg, G, C, N2) or None
-            single_prediction=single_prediction,  # (Bs, H, C, Q)
-            single_starts=by_window(single.starts, 1)[:, 0],  # (Bs, C, N)
-            single_coarse_starts=(None if single.coarse_starts is None
-                                  else by_window(single.coarse_starts, 1)[:, 0]),
-        )
-
-    def policy_loss_from(self, rollout: Rollout, per_sample_loss: Tensor):
-        """GRPG policy loss of a rollout given the loss of every draw.
-
-        Parameters
-        ----------
-        rollout
-            The rollout.
-        per_sample_loss
-            ``(Bg, G, C)``: forecasting loss of each series under each draw (the grouped
-            windows only: the others have no reward).
-
-        Returns
-        -------
-        PolicyLoss
-            See :class:`~reinpatch_forecast.nn.grpg.PolicyLoss`; a zero loss when the patcher
-            is not trained.
-        """
-        batch, group, channels = per_sample_loss.shape
-        rewards = -per_sample_loss.detach().transpose(1, 2).reshape(batch * channels, group)
-        log_prob = rollout.log_prob.transpose(1, 2).reshape(batch * channels, group)  # (R, G)
-        result = policy_loss(
-            rewards, log_prob, rollout.entropy.reshape(-1),
-            entropy_coef=self.config.entropy_coef,
-            scale=self.config.scale_rewards,  # type: ignore[arg-type]
-        )
-        if not self.trains_patcher:
-            result.loss = per_sample_loss.new_zeros(())
-        return result
+    def _explore(self, patcher_input: Tensor, group: int) -> tuple[Patching, Patching]:
+        """The decoded patching and ``group`` samples, from one pass of the patcher."""
+        return self.patcher.explore(patcher_input, self.config.n_patches, group,
+                                    **self._coarse_budget())
 
     def training_losses(
         self,
         x: Tensor,
         y: Tensor,
+        backbone_loss: Callable[[Tensor, Tensor], Tensor] | None = None,
+        sample_loss: Callable[[Tensor, Tensor], Tensor] | None = None,
         group_size: int | None = None,
-        elementwise_loss: Callable[[Tensor, Tensor], Tensor] | None = None,
     ) -> TrainingLosses:
-        """Losses of one GRPG training step.
+        """Losses of one training step: the GRPG step (v2 protocol, ``design.md`` §1).
+
+        The patcher gives its decoded patching (the one validation and prediction use) and
+        ``G`` samples. The backbone trains on the decoded patching only. The samples are
+        forecast without gradients, under the same dropout masks as the decode, so a sample's
+        reward differs from the decode's only by its patching. The advantage of a sample is
+        its reward minus the decode's (a self-critical baseline), scaled by the standard
+        deviation over the batch; the policy loss is ``-mean(A * log pi) + kl_coef * KL`` to
+        the reference policy. A patcher that is not trained (a fixed rule, or a frozen
+        foundation patcher) adds no policy term: the backbone trains on its patching (a fresh
+        draw for ``"random"``, the decode otherwise).
 
         Parameters
         ----------
@@ -711,47 +494,113 @@ class ReinPatchNetwork(nn.Module):
             ``(B, L, C)`` lookback windows.
         y
             ``(B, H, C)`` targets.
+        backbone_loss
+            Maps the decoded forecast ``(B, H, C, Q)`` and ``y`` to the scalar training loss of
+            the backbone (darts: ``_compute_loss``, with its likelihood and sample weights);
+            default the mean squared error of the first parameter.
+        sample_loss
+            Maps forecasts ``(S, H, C, Q)`` and targets ``(S, H, C)`` to a loss per element
+            ``(S, H, C)``, whose mean over the horizon is a series' negative reward; default
+            the squared error of the first parameter.
         group_size
             ``G``; defaults to ``config.group_size``.
-        elementwise_loss
-            Maps ``prediction`` ``(B, G, H, C, Q)`` and ``target`` ``(B, G, H, C)`` to a loss per
-            element ``(B, G, H, C)``; default the squared error of the first parameter.
 
         Returns
         -------
         TrainingLosses
         """
-        rollout = self.rollout(x, group_size)
-        grouped, group = rollout.prediction.shape[:2]
-
-        def loss_per_sample(prediction: Tensor, target: Tensor) -> Tensor:
-            """``(b, g, H, C, Q)`` and ``(b, H, C)`` -> mean loss per series ``(b, g, C)``."""
-            target = target.unsqueeze(1).expand(-1, prediction.shape[1], -1, -1)  # (b,g,H,C)
-            if elementwise_loss is None:
-                per_element = (prediction[..., 0] - target) ** 2  # (b, g, H, C)
+        self._check_input(x)
+        if backbone_loss is None:
+            backbone_loss = _mean_squared_error
+        if sample_loss is None:
+            sample_loss = _squared_error
+        batch, length, channels = x.shape
+        patcher_input, backbone_input, stats = self._normalise(x)
+        if not self.trains_patcher:
+            if isinstance(self.patcher, LearnedPatcher):
+                # A frozen policy trains the backbone on the boundaries it will predict with.
+                patching = self._decode(patcher_input)
             else:
-                per_element = elementwise_loss(prediction, target)  # (b, g, H, C)
-            return per_element.mean(dim=2)  # (b, g, C)
+                patching = self._sample(patcher_input, 1)
+            prediction = self._forecast(backbone_input, patching.starts, stats, batch, channels,
+                                        coarse_starts=patching.coarse_starts)[:, 0]
+            loss = backbone_loss(prediction, y)
+            zero = loss.new_zeros(())
+            return self._losses(loss, zero, prediction, -loss.detach(), zero, patching, zero)
 
-        per_sample = loss_per_sample(rollout.prediction, y[:grouped])  # (Bg, G, C)
-        backbone_loss = per_sample[:, : rollout.n_trained].mean()
-        starts = rollout.starts  # (Bg, G, C, N)
-        if rollout.single_prediction is not None:
-            single = loss_per_sample(rollout.single_prediction.unsqueeze(1), y[grouped:])
-            # Every trained forecast weighs the same, grouped or not.
-            backbone_loss = torch.cat(
-                [per_sample[:, : rollout.n_trained].reshape(-1), single.reshape(-1)]
-            ).mean()
-            starts = torch.cat([starts.flatten(0, 2), rollout.single_starts.flatten(0, 1)])
-        policy = self.policy_loss_from(rollout, per_sample)
-        lengths = patch_lengths(starts, self.config.input_length).float()  # (..., N)
+        group = group_size or self.config.group_size
+        decoded, samples = self._explore(patcher_input, group)  # starts (R, 1, N), (R, G, N)
+        local = None
+        if self.config.use_local_mean:
+            local = self.backbone.tokeniser.local_features(backbone_input)  # (R, L, d)
+        # Both passes split the rows into the same chunks, so they draw the same masks.
+        chunk = self.backbone.chunk_rows(batch * channels, group, length, with_local=False)
+        with _replayed_randomness(x.device, enabled=self.training):
+            prediction = self._forecast(
+                backbone_input, decoded.starts, stats, batch, channels, local,
+                decoded.coarse_starts, chunk,
+            )[:, 0]  # (B, H, C, Q)
+        with torch.no_grad():
+            sampled = self._forecast(
+                backbone_input, samples.starts, stats, batch, channels, local,
+                samples.coarse_starts, chunk,
+            )  # (B, G, H, C, Q)
+        loss = backbone_loss(prediction, y)
+
+        forecasts = torch.cat([prediction.detach().unsqueeze(1), sampled], dim=1)  # (B,1+G,..)
+        targets = y.unsqueeze(1).expand(-1, group + 1, -1, -1)  # (B, 1+G, H, C)
+        per_element = sample_loss(forecasts.flatten(0, 1), targets.flatten(0, 1))  # (S, H, C)
+        rewards = -per_element.detach().mean(dim=1).reshape(batch, group + 1, channels)
+        rewards = rewards.transpose(1, 2).reshape(batch * channels, group + 1)  # (R, 1+G)
+        advantages = self_critical_advantages(rewards[:, 1:], rewards[:, 0])  # (R, G)
+        policy = policy_loss(advantages, samples.log_prob, decoded.kl, self.config.kl_coef)
+        return self._losses(loss, policy.loss, prediction, rewards[:, 0].mean(),
+                            (rewards[:, 1:] - rewards[:, :1]).mean(), decoded,
+                            decoded.entropy.detach().mean())
+
+    def _losses(self, backbone_loss: Tensor, policy: Tensor, prediction: Tensor,
+                reward: Tensor, advantage: Tensor, decoded: Patching,
+                entropy: Tensor) -> TrainingLosses:
+        """:class:`TrainingLosses` with the statistics of the decoded patching."""
+        length = self.config.input_length
+        starts = decoded.starts[:, 0]  # (R, N)
+        lengths = patch_lengths(starts, length).float()  # (R, N)
+        grid = uniform_starts(length, starts.shape[-1], device=starts.device)  # (N,)
         return TrainingLosses(
-            loss=backbone_loss + policy.loss,
+            loss=backbone_loss + policy,
             backbone_loss=backbone_loss,
-            policy_loss=policy.loss,
-            mean_reward=policy.mean_reward,
-            advantage_std=policy.advantage_std,
-            entropy=policy.entropy,
+            policy_loss=policy,
+            prediction=prediction,
+            mean_reward=reward,
+            advantage=advantage,
+            kl=decoded.kl.detach().mean(),
+            entropy=entropy,
             mean_patch_length=lengths.mean(),
             patch_length_std=lengths.std(dim=-1, unbiased=False).mean(),
+            grid_shift=(starts - grid).abs().float().mean(),
         )
+
+
+def _mean_squared_error(prediction: Tensor, target: Tensor) -> Tensor:
+    """Scalar MSE of the first parameter of ``prediction`` ``(B, H, C, Q)`` to ``(B, H, C)``."""
+    return ((prediction[..., 0] - target) ** 2).mean()
+
+
+def _squared_error(prediction: Tensor, target: Tensor) -> Tensor:
+    """Squared error per element ``(S, H, C)`` of the first parameter of ``(S, H, C, Q)``."""
+    return (prediction[..., 0] - target) ** 2
+
+
+@contextmanager
+def _replayed_randomness(device: torch.device, enabled: bool = True):
+    """Run the block, then rewind the random generator of ``device`` to where it was.
+
+    The next random draws (the scoring pass's dropout masks) repeat the block's.
+    """
+    if not enabled:
+        yield
+        return
+    devices = [] if device.type == "cpu" else [device.index or 0]
+    device_type = "cuda" if device.type == "cpu" else device.type
+    with torch.random.fork_rng(devices=devices, device_type=device_type):
+        yield

@@ -1,4 +1,4 @@
-"""Patchers: the policies that choose where patches start.
+"""Patchers: what chooses where patches start.
 
 Shape legend
 ------------
@@ -11,7 +11,8 @@ N1, N2 : fine (level-1) and coarse (level-2) patches of a two-level patching, ``
 k1, k2 : starts chosen at each level, ``k1 = N1 - 1`` and ``k2 = N2 - 1``
 
 Every patcher maps a normalised series ``x`` ``(R, L)`` to a :class:`Patching`. Only
-:class:`LearnedPatcher` has parameters, and none of them depends on ``L``, on the number of
+:class:`LearnedPatcher` has parameters (a score network; its boundary policies live in
+:mod:`~reinpatch_forecast.nn.policies`), and none of them depends on ``L``, on the number of
 channels or on the dataset, so one trained patcher serves any series.
 
 Hierarchy
@@ -20,18 +21,20 @@ A patcher built with ``levels=2`` (``make_patcher(name, levels=2)``) also draws 
 starts per patching, passed as ``n_coarse_patches`` to :meth:`Patcher.sample` and
 :meth:`Patcher.decode`. The coarse starts are always chosen among the fine starts of the same
 draw, and position 0 starts a patch at both levels, so the levels are nested by construction:
-every coarse patch is a run of whole fine patches. A ``levels=1`` patcher behaves exactly as
-before and refuses ``n_coarse_patches``.
+every coarse patch is a run of whole fine patches. A ``levels=1`` patcher refuses
+``n_coarse_patches``.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
+from .grid import uniform_starts
+from .policies import POLICY_NAMES, make_policy, plackett_luce_log_prob
 
 __all__ = [
     "Patching",
@@ -41,8 +44,10 @@ __all__ = [
     "RandomPatcher",
     "VolatilityPatcher",
     "plackett_luce_log_prob",
+    "uniform_starts",
     "make_patcher",
     "PATCHER_NAMES",
+    "POLICY_NAMES",
 ]
 
 PATCHER_NAMES = ("learned", "uniform", "random", "volatility")
@@ -59,9 +64,11 @@ class Patching:
     log_prob
         ``(R, G)``: log-probability of each draw under the policy (zeros for fixed rules).
     entropy
-        ``(R,)``: entropy of the policy's distribution over start positions (zeros for fixed
-        rules); the exploration bonus of GRPG and a diagnostic. With two levels, the sum of
-        both levels' entropies (see :class:`LearnedPatcher`).
+        ``(R,)``: entropy of the policy's distribution (zeros for fixed rules), a diagnostic.
+        With two levels, the sum over levels (see :class:`LearnedPatcher`).
+    kl
+        ``(R,)``: KL divergence from the policy to its reference (the policy of a zero score,
+        centred on the uniform grid); the anchor of GRPG. Zeros for fixed rules.
     coarse_starts
         ``(R, G, N2)`` int64 or ``None``: the level-2 starts of a two-level patcher, sorted,
         ``coarse_starts[..., 0] == 0`` and every one of them also in ``starts`` of the same
@@ -71,51 +78,8 @@ class Patching:
     starts: Tensor
     log_prob: Tensor
     entropy: Tensor
+    kl: Tensor
     coarse_starts: Tensor | None = None
-
-    @property
-    def group_size(self) -> int:
-        return self.starts.shape[1]
-
-
-def plackett_luce_log_prob(logits: Tensor, order: Tensor) -> Tensor:
-    """Log-probability of an ordered draw without replacement from ``softmax(logits)``.
-
-    ``log p = sum_i [ z_{a_i} - log sum_{m not in a_1..a_{i-1}} exp(z_m) ]``: the Plackett–Luce
-    likelihood of the order. Gumbel-top-k samples exactly this distribution, which makes the
-    REINFORCE estimator with this log-probability unbiased.
-
-    Parameters
-    ----------
-    logits
-        ``(R, M)``: one candidate set shared by the ``G`` draws of a row; or ``(R, G, M)``: a
-        candidate set per draw (level 2 of a two-level patcher, whose candidates are the
-        level-1 starts of that draw).
-    order
-        ``(R, G, k)`` int64 indices into the last axis of ``logits``, distinct within a draw,
-        in the order they were drawn.
-
-    Returns
-    -------
-    Tensor
-        ``(R, G)``.
-    """
-    rows, group, k = order.shape
-    if k == 0:
-        return logits.new_zeros(rows, group)
-    if logits.dim() == 3:
-        chosen = logits.gather(-1, order)  # (R, G, k)
-        never_drawn = logits.scatter(-1, order, -math.inf)  # (R, G, M)
-    else:
-        chosen = logits.gather(1, order.reshape(rows, group * k)).reshape(rows, group, k)
-        never_drawn = logits.unsqueeze(1).expand(rows, group, -1).scatter(-1, order, -math.inf)
-    # The mass left before step i is the mass never drawn plus the mass of draws i..k-1. Both
-    # are summed in log space: subtracting the drawn mass from the total instead loses all
-    # precision in float32 once the policy is confident.
-    log_never_drawn = torch.logsumexp(never_drawn, dim=-1, keepdim=True)  # (R, G, 1)
-    log_drawn_from_i = torch.logcumsumexp(chosen.flip(-1), dim=-1).flip(-1)  # (R, G, k)
-    log_remaining = torch.logaddexp(log_never_drawn, log_drawn_from_i)  # (R, G, k)
-    return (chosen - log_remaining).sum(dim=-1)  # (R, G)
 
 
 def _sorted_starts(order: Tensor) -> Tensor:
@@ -144,13 +108,6 @@ def _coarse_from_order(starts: Tensor, order: Tensor) -> Tensor:
     """
     chosen = starts[..., 1:].gather(-1, order)  # (R, G, k2)
     return F.pad(torch.sort(chosen, dim=-1).values, (1, 0), value=0)  # (R, G, N2)
-
-
-def _gumbel(shape: tuple[int, ...], like: Tensor) -> Tensor:
-    """Standard Gumbel noise of ``shape`` with the dtype and device of ``like``."""
-    uniform = torch.rand(shape, device=like.device, dtype=like.dtype)
-    tiny = torch.finfo(like.dtype).tiny
-    return -torch.log(-torch.log(uniform.clamp(min=tiny, max=1.0 - 1e-7)))
 
 
 def _check_levels(levels: int) -> int:
@@ -225,7 +182,7 @@ def _fixed(starts: Tensor, coarse_starts: Tensor | None = None) -> Patching:
     """A patching chosen by a rule: zero log-probability and entropy."""
     rows, group = starts.shape[:2]
     zeros = torch.zeros(rows, group, device=starts.device)
-    return Patching(starts=starts, log_prob=zeros, entropy=zeros[:, 0],
+    return Patching(starts=starts, log_prob=zeros, entropy=zeros[:, 0], kl=zeros[:, 0],
                     coarse_starts=coarse_starts)
 
 
@@ -281,55 +238,64 @@ def _replicate_conv(conv: nn.Conv1d, x: Tensor) -> Tensor:
 
 
 class LearnedPatcher(Patcher):
-    """ReinPatch's policy: a non-causal dilated 1-D conv stack, one logit per position.
+    """ReinPatch's patcher: a non-causal dilated 1-D conv stack and a boundary policy.
 
-    It reads the normalised series and its first difference, so it sees the whole window
-    (receptive field ``1 + (kernel_size - 1) * (2**n_layers - 1)`` steps). No parameter depends
-    on ``L``, on the channels or on the dataset.
+    The conv stack reads the normalised series and its first difference (receptive field
+    ``1 + (kernel_size - 1) * (2**n_layers - 1)`` steps) and gives one score per position; the
+    policy (:mod:`~reinpatch_forecast.nn.policies`) turns the scores into patchings. No
+    parameter depends on ``L``, on the channels or on the dataset, so one trained patcher
+    serves any series.
 
     Parameters
     ----------
+    policy
+        ``"offset"`` (default: boundaries move a few steps around the uniform grid),
+        ``"density"`` (resolution reallocated across the window) or ``"topk"`` (the first
+        policy, kept as an ablation). With ``"offset"`` and ``"density"`` the score heads are
+        zero-initialised, so a new patcher decodes exactly the uniform grid.
     hidden_size
         Width of the conv stack.
     n_layers
         Residual blocks; block ``i`` has dilation ``2**i``.
     kernel_size
         Odd kernel size of every conv.
-    uniform_prior
-        A fixed bonus added to the logits of the uniform patching's starts (computed from ``L``
-        and ``N`` at each call, so still no parameter tied to ``L``). With it, an untrained
-        policy decodes to uniform patches and samples near them, and the learned logits only
-        have to say where to deviate. 0 disables it. At level 2 the bonus goes to the starts
-        of :class:`UniformPatcher`'s coarse level.
     levels
-        1, or 2 for a second, coarser set of starts nested in the first. Level 2 adds one
-        logit head (``coarse_output``) on the same conv stack; a ``levels=1`` patcher has
-        exactly the parameters it always had.
+        1, or 2 for a second, coarser set of starts nested in the first (a second score head,
+        ``coarse_output``, on the same conv stack).
+    offset_penalty
+        ``kappa`` of the offset policy (and of every policy's coarse offsets but top-k's).
+    density_sigma, density_knots, min_length
+        Exploration scale, cells per grid patch and shortest patch of the density policy.
 
     Notes
     -----
-    Two levels are drawn in sequence within one draw: ``k1 = N1 - 1`` fine starts by
-    Gumbel-top-k over positions ``1 .. L-1`` with the fine logits, then ``k2 = N2 - 1`` coarse
-    starts by Gumbel-top-k among those ``k1`` fine starts with the coarse logits. The draw's
-    ``log_prob`` is the sum of the two Plackett–Luce log-probabilities (the second over that
-    draw's candidate set), which is the exact log-probability of the pair of ordered draws.
-    ``entropy`` is the sum over levels: the entropy of the fine softmax over positions
-    ``1 .. L-1`` plus the entropy of the coarse softmax over a draw's fine starts, averaged
-    over the draws of the group (the level-2 candidates differ from draw to draw).
+    Two levels are drawn in sequence within one draw: the fine starts, then the coarse starts
+    among that draw's fine starts. A draw's ``log_prob`` is the sum of both levels' exact
+    log-probabilities; ``entropy`` and ``kl`` are the sums over levels (the coarse terms
+    averaged over the draws, whose candidate sets differ).
     """
 
-    def __init__(self, hidden_size: int = 32, n_layers: int = 4, kernel_size: int = 3,
-                 uniform_prior: float = 0.0, levels: int = 1) -> None:
+    def __init__(self, policy: str = "offset", hidden_size: int = 32, n_layers: int = 4,
+                 kernel_size: int = 3, levels: int = 1, offset_penalty: float = 1.0,
+                 density_sigma: float = 0.25, density_knots: int = 2,
+                 min_length: int = 2) -> None:
         super().__init__()
         levels = _check_levels(levels)
         if kernel_size < 1 or kernel_size % 2 == 0:
             raise ValueError(f"kernel_size must be a positive odd integer, got {kernel_size}.")
         if hidden_size < 1 or n_layers < 0:
             raise ValueError("hidden_size must be >= 1 and n_layers >= 0.")
+        self.policy_name = policy
+        self.policy = make_policy(policy, offset_penalty=offset_penalty,
+                                  density_sigma=density_sigma, density_knots=density_knots,
+                                  min_length=min_length)
         self.hidden_size = hidden_size
         self.n_layers = n_layers
         self.kernel_size = kernel_size
-        self.uniform_prior = float(uniform_prior)
+        self.offset_penalty = float(offset_penalty)
+        self.density_sigma = float(density_sigma)
+        self.density_knots = int(density_knots)
+        self.min_length = int(min_length)
         self.input_proj = nn.Conv1d(2, hidden_size, kernel_size, padding="same",
                                     padding_mode="replicate")
         self.blocks = nn.ModuleList(
@@ -338,8 +304,24 @@ class LearnedPatcher(Patcher):
         self.output = nn.Conv1d(hidden_size, 1, 1)
         self.levels = levels
         if levels == 2:
-            # Created last, so a levels=1 patcher draws the same initial weights as ever.
             self.coarse_output = nn.Conv1d(hidden_size, 1, 1)
+        if self.policy.zero_init:
+            # A zero score is the reference policy: the patcher starts at the uniform grid and
+            # moves a boundary only once the reward has paid for it.
+            for head in (self.output, getattr(self, "coarse_output", None)):
+                if head is not None:
+                    nn.init.zeros_(head.weight)
+                    nn.init.zeros_(head.bias)
+
+    def config(self) -> dict:
+        """The constructor arguments (what :func:`~reinpatch_forecast.foundation.patcher_state`
+        stores)."""
+        return {
+            "policy": self.policy_name, "hidden_size": self.hidden_size,
+            "n_layers": self.n_layers, "kernel_size": self.kernel_size, "levels": self.levels,
+            "offset_penalty": self.offset_penalty, "density_sigma": self.density_sigma,
+            "density_knots": self.density_knots, "min_length": self.min_length,
+        }
 
     def _project_input(self, inputs: Tensor) -> Tensor:
         """``self.input_proj(inputs)`` as one matrix product, ``(R, hidden, L)`` from ``(R, 2, L)``.
@@ -384,7 +366,7 @@ class LearnedPatcher(Patcher):
         return self.output(self._features(x)).squeeze(1)  # (R, L)
 
     def logits(self, x: Tensor) -> Tensor:
-        """One (level-1) logit per position, ``(R, L)`` from ``x`` ``(R, L)``.
+        """One (level-1) score per position, ``(R, L)`` from ``x`` ``(R, L)``.
 
         Every row is computed on its own (the conv stack runs along time only), so long
         inputs run in chunks of rows (see :attr:`chunk_elements`) with the same result.
@@ -399,9 +381,9 @@ class LearnedPatcher(Patcher):
         return self.output(h).squeeze(1), self.coarse_output(h).squeeze(1)  # (R, L) x 2
 
     def level_logits(self, x: Tensor) -> tuple[Tensor, Tensor | None]:
-        """Level-1 and level-2 logits per position, ``(R, L)`` each, from one conv pass.
+        """Level-1 and level-2 scores per position, ``(R, L)`` each, from one conv pass.
 
-        The level-2 logits are ``None`` for a ``levels=1`` patcher.
+        The level-2 scores are ``None`` for a ``levels=1`` patcher.
         """
         if self.levels == 1:
             return self.logits(x), None
@@ -411,121 +393,43 @@ class LearnedPatcher(Patcher):
         fine, coarse = zip(*(self._both_logits(x[part]) for part in chunks))
         return torch.cat(fine, dim=0), torch.cat(coarse, dim=0)  # (R, L) x 2
 
-    def _with_prior(self, logits: Tensor, positions: Tensor) -> Tensor:
-        """``logits`` ``(R, L)`` plus ``uniform_prior`` at ``positions`` ``(n,)``."""
-        prior = logits.new_zeros(logits.shape[-1]).index_fill_(0, positions, self.uniform_prior)
-        return logits + prior  # (R, L)
-
-    def _fine_candidates(self, logits: Tensor, n_patches: int) -> tuple[Tensor, Tensor]:
-        """Level-1 candidate logits ``(R, M)`` (prior added) and their entropy ``(R,)``."""
-        if self.uniform_prior:
-            grid = uniform_starts(logits.shape[-1], n_patches, device=logits.device)  # (N,)
-            logits = self._with_prior(logits, grid)  # (R, L)
-        candidates = logits[:, 1:]  # (R, M): position 0 always starts a patch
-        log_p = torch.log_softmax(candidates, dim=-1)  # (R, M)
-        entropy = -(log_p.exp() * log_p).sum(dim=-1)  # (R,)
-        return candidates, entropy
-
-    def _candidates(self, x: Tensor, n_patches: int) -> tuple[Tensor, Tensor]:
-        return self._fine_candidates(self.logits(x), n_patches)
-
-    def _coarse_level(self, logits: Tensor, starts: Tensor, n_patches: int,
-                      n_coarse_patches: int, sample: bool) -> tuple[Tensor, Tensor, Tensor]:
-        """Draw (or decode) the level-2 starts among the level-1 starts of every draw.
-
-        Parameters
-        ----------
-        logits
-            ``(R, L)`` level-2 logits.
-        starts
-            ``(R, G, N1)`` level-1 starts of every draw.
-        n_patches, n_coarse_patches
-            ``N1`` and ``N2``.
-        sample
-            Gumbel-top-k when ``True``, the ``k2`` largest candidate logits when ``False``.
-
-        Returns
-        -------
-        tuple of Tensor
-            Coarse starts ``(R, G, N2)``, their log-probability ``(R, G)`` and the level-2
-            entropy ``(R,)`` (mean over the draws).
-        """
-        rows, group, _ = starts.shape
-        if self.uniform_prior:
-            length = logits.shape[-1]
-            fine_grid = uniform_starts(length, n_patches, device=logits.device)  # (N1,)
-            coarse_grid = fine_grid[uniform_starts(n_patches, n_coarse_patches, logits.device)]
-            logits = self._with_prior(logits, coarse_grid)  # (R, L)
-        positions = starts[..., 1:]  # (R, G, k1): position 0 is a coarse start anyway
-        candidates = logits.gather(1, positions.reshape(rows, -1)).reshape(positions.shape)
-        log_p = torch.log_softmax(candidates, dim=-1)  # (R, G, k1)
-        entropy = -(log_p.exp() * log_p).sum(dim=-1).mean(dim=1)  # (R,)
-        scores = candidates.detach()  # (R, G, k1)
-        if sample:
-            scores = scores + _gumbel(tuple(scores.shape), scores)
-        # topk returns the indices in decreasing score: the order of the draw.
-        order = scores.topk(n_coarse_patches - 1, dim=-1).indices  # (R, G, k2)
-        log_prob = plackett_luce_log_prob(candidates, order)  # (R, G)
-        return _coarse_from_order(starts, order), log_prob, entropy
-
-    def _two_levels(self, x: Tensor, n_patches: int, n_coarse_patches: int,
-                    group_size: int, sample: bool) -> Patching:
-        fine_logits, coarse_logits = self.level_logits(x)  # (R, L) x 2
-        candidates, entropy = self._fine_candidates(fine_logits, n_patches)  # (R, M), (R,)
-        if sample:
-            perturbed = candidates.detach().unsqueeze(1) + _gumbel(
-                (candidates.shape[0], group_size, candidates.shape[1]), x
-            )  # (R, G, M)
-            order = perturbed.topk(n_patches - 1, dim=-1).indices  # (R, G, k1)
-        else:
-            order = candidates.topk(n_patches - 1, dim=-1).indices.unsqueeze(1)  # (R, 1, k1)
-        log_prob = plackett_luce_log_prob(candidates, order)  # (R, G)
-        starts = _sorted_starts(order)  # (R, G, N1)
-        coarse, coarse_log_prob, coarse_entropy = self._coarse_level(
-            coarse_logits, starts, n_patches, n_coarse_patches, sample
-        )
-        return Patching(starts=starts, log_prob=log_prob + coarse_log_prob,
-                        entropy=entropy + coarse_entropy, coarse_starts=coarse)
+    def _draw(self, scores: tuple[Tensor, Tensor | None], n_patches: int,
+              n_coarse_patches: int | None, group: int, sample: bool) -> Patching:
+        fine_scores, coarse_scores = scores
+        fine = self.policy.draw(fine_scores, n_patches, group, sample)  # starts (R, G, N)
+        if coarse_scores is None:
+            return Patching(starts=fine.starts, log_prob=fine.log_prob, entropy=fine.entropy,
+                            kl=fine.kl)
+        coarse = self.policy.draw_coarse(coarse_scores, fine.starts, n_coarse_patches, sample)
+        return Patching(starts=fine.starts, log_prob=fine.log_prob + coarse.log_prob,
+                        entropy=fine.entropy + coarse.entropy, kl=fine.kl + coarse.kl,
+                        coarse_starts=coarse.starts)
 
     def sample(self, x: Tensor, n_patches: int, group_size: int,
                n_coarse_patches: int | None = None) -> Patching:
         self._check_budgets(n_patches, n_coarse_patches)
-        if self.levels == 2:
-            return self._two_levels(x, n_patches, n_coarse_patches, group_size, sample=True)
-        candidates, entropy = self._candidates(x, n_patches)  # (R, M), (R,)
-        rows, n_candidates = candidates.shape
-        gumbel = _gumbel((rows, group_size, n_candidates), x)  # (R, G, M)
-        perturbed = candidates.detach().unsqueeze(1) + gumbel  # (R, G, M)
-        # topk returns the indices in decreasing perturbed value: the order of the draw.
-        order = perturbed.topk(n_patches - 1, dim=-1).indices  # (R, G, k)
-        log_prob = plackett_luce_log_prob(candidates, order)  # (R, G)
-        return Patching(starts=_sorted_starts(order), log_prob=log_prob, entropy=entropy)
+        return self._draw(self.level_logits(x), n_patches, n_coarse_patches, group_size, True)
 
     def decode(self, x: Tensor, n_patches: int,
                n_coarse_patches: int | None = None) -> Patching:
         self._check_budgets(n_patches, n_coarse_patches)
-        if self.levels == 2:
-            return self._two_levels(x, n_patches, n_coarse_patches, 1, sample=False)
-        candidates, entropy = self._candidates(x, n_patches)  # (R, M), (R,)
-        order = candidates.topk(n_patches - 1, dim=-1).indices.unsqueeze(1)  # (R, 1, k)
-        log_prob = plackett_luce_log_prob(candidates, order)  # (R, 1)
-        return Patching(starts=_sorted_starts(order), log_prob=log_prob, entropy=entropy)
+        return self._draw(self.level_logits(x), n_patches, n_coarse_patches, 1, False)
 
+    def explore(self, x: Tensor, n_patches: int, group_size: int,
+                n_coarse_patches: int | None = None) -> tuple[Patching, Patching]:
+        """The decoded patching and ``group_size`` sampled ones, from one pass of the conv stack.
 
-def uniform_starts(length: int, n_patches: int, device: torch.device | None = None) -> Tensor:
-    """Start positions of ``n_patches`` equal patches of a window of ``length`` steps, ``(N,)``.
+        Returns
+        -------
+        tuple of Patching
+            The decode (``G = 1``; its ``kl`` and ``entropy`` are the policy's, with
+            gradients) and the samples (``G = group_size``; ``log_prob`` with gradients).
+        """
+        self._check_budgets(n_patches, n_coarse_patches)
+        scores = self.level_logits(x)
+        decoded = self._draw(scores, n_patches, n_coarse_patches, 1, False)
+        return decoded, self._draw(scores, n_patches, n_coarse_patches, group_size, True)
 
-    Patches of ``ceil(L / N)`` steps are aligned to the end of the window (the most recent
-    patches are whole, as in PatchTST) and the first patch holds the remainder. When that
-    would leave the first patch empty, the starts are spread evenly instead.
-    """
-    patch = math.ceil(length / n_patches)
-    index = torch.arange(n_patches, device=device)
-    if (n_patches - 1) * patch < length:
-        starts = length - (n_patches - index) * patch  # (N,)
-        starts[0] = 0
-        return starts
-    return torch.div(index * length, n_patches, rounding_mode="floor")  # (N,)
 
 
 class _FixedRule(Patcher):
@@ -635,7 +539,8 @@ def make_patcher(name: str, levels: int = 1, **learned_kwargs) -> Patcher:
     levels
         1, or 2 for a patcher that also draws nested coarse starts.
     **learned_kwargs
-        Constructor arguments of :class:`LearnedPatcher` (ignored by the reference patchers).
+        Constructor arguments of :class:`LearnedPatcher` (``policy``, sizes; ignored by the
+        reference patchers).
     """
     if name == "learned":
         return LearnedPatcher(levels=levels, **learned_kwargs)

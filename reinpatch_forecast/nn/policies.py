@@ -1,0 +1,415 @@
+"""Boundary policies: how the learned patcher's scores become patchings (``design.md`` §1).
+
+The patcher's conv stack gives one score per position, ``a (R, L)``. A policy turns the scores
+into a distribution over patchings with exactly ``N`` patches, draws from it (training) or
+takes its mode (validation and prediction), and reports the exact log-probability of each
+draw, its entropy and its KL divergence to the policy's *reference* (the distribution of an
+all-zero score, centred on the uniform grid):
+
+- :class:`OffsetPolicy` (``"offset"``): every interior boundary of the uniform grid moves by
+  a categorical offset within its radius (:func:`~reinpatch_forecast.nn.grid.offset_candidates`).
+- :class:`DensityPolicy` (``"density"``): a Gaussian action on per-cell log-densities;
+  boundaries sit at the quantiles of the cumulative density. It can move boundaries far from
+  the grid (reallocate resolution across the window).
+- :class:`TopKPolicy` (``"topk"``): the first policy, Gumbel-top-k over all positions with the
+  Plackett–Luce log-probability. Kept as the ablation of the benchmark.
+
+At two levels, the coarse boundaries of the offset and density policies are offsets of the
+uniform grid on the *fine-token* axis (a coarse patch is a run of whole fine patches, nested by
+construction); the top-k policy draws them by Gumbel-top-k among the fine starts.
+
+With a zero score (the zero-initialised head of a new patcher) the mode of the offset and
+density policies is exactly :func:`~reinpatch_forecast.nn.grid.uniform_starts`.
+
+Shape legend
+------------
+R : rows (series)
+G : draws per row
+L : lookback length
+N : patches, ``k = N - 1`` interior boundaries (``N1``/``N2`` and ``k1``/``k2`` at two levels)
+D : offsets per boundary
+K : density cells, ``N * knots``
+M : top-k candidate positions, ``L - 1``
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from .grid import offset_candidates, uniform_starts
+
+__all__ = ["POLICY_NAMES", "PolicyDraw", "BoundaryPolicy", "OffsetPolicy", "DensityPolicy",
+           "TopKPolicy", "make_policy", "plackett_luce_log_prob", "gumbel"]
+
+POLICY_NAMES = ("offset", "density", "topk")
+
+
+@dataclass
+class PolicyDraw:
+    """Draws of one level of boundaries.
+
+    Attributes
+    ----------
+    starts
+        ``(R, G, N)`` int64 sorted starts, ``starts[..., 0] == 0``.
+    log_prob
+        ``(R, G)``: exact log-probability (or log-density, for a continuous action) of each draw.
+    entropy
+        ``(R,)``: entropy of the row's distribution (mean over draws where it depends on one).
+    kl
+        ``(R,)``: KL divergence from the row's distribution to the reference policy.
+    """
+
+    starts: Tensor
+    log_prob: Tensor
+    entropy: Tensor
+    kl: Tensor
+
+
+def gumbel(shape: tuple[int, ...], like: Tensor) -> Tensor:
+    """Standard Gumbel noise of ``shape`` with the dtype and device of ``like``."""
+    uniform = torch.rand(shape, device=like.device, dtype=like.dtype)
+    tiny = torch.finfo(like.dtype).tiny
+    return -torch.log(-torch.log(uniform.clamp(min=tiny, max=1.0 - 1e-7)))
+
+
+def plackett_luce_log_prob(logits: Tensor, order: Tensor) -> Tensor:
+    """Log-probability of an ordered draw without replacement from ``softmax(logits)``.
+
+    ``log p = sum_i [ z_{a_i} - log sum_{m not in a_1..a_{i-1}} exp(z_m) ]``: the Plackett–Luce
+    likelihood of the order. Gumbel-top-k samples exactly this distribution.
+
+    Parameters
+    ----------
+    logits
+        ``(R, M)``: one candidate set shared by the ``G`` draws of a row; or ``(R, G, M)``: a
+        candidate set per draw.
+    order
+        ``(R, G, k)`` int64 indices into the last axis of ``logits``, distinct within a draw,
+        in the order they were drawn.
+
+    Returns
+    -------
+    Tensor
+        ``(R, G)``.
+    """
+    rows, group, k = order.shape
+    if k == 0:
+        return logits.new_zeros(rows, group)
+    if logits.dim() == 3:
+        chosen = logits.gather(-1, order)  # (R, G, k)
+        never_drawn = logits.scatter(-1, order, -math.inf)  # (R, G, M)
+    else:
+        chosen = logits.gather(1, order.reshape(rows, group * k)).reshape(rows, group, k)
+        never_drawn = logits.unsqueeze(1).expand(rows, group, -1).scatter(-1, order, -math.inf)
+    # The mass left before step i is the mass never drawn plus the mass of draws i..k-1, both
+    # summed in log space: subtracting the drawn mass from the total loses all precision in
+    # float32 once the policy is confident.
+    log_never_drawn = torch.logsumexp(never_drawn, dim=-1, keepdim=True)  # (R, G, 1)
+    log_drawn_from_i = torch.logcumsumexp(chosen.flip(-1), dim=-1).flip(-1)  # (R, G, k)
+    log_remaining = torch.logaddexp(log_never_drawn, log_drawn_from_i)  # (R, G, k)
+    return (chosen - log_remaining).sum(dim=-1)  # (R, G)
+
+
+def _categorical_offsets(scores: Tensor, grid: Tensor, size: int, penalty: float,
+                         group: int, sample: bool) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Independent categorical offsets of the interior boundaries of ``grid``.
+
+    Logits ``l_j(delta) = scores[..., grid_j + delta] - penalty * |delta|`` over the allowed
+    offsets; the reference is the same with zero scores.
+
+    Parameters
+    ----------
+    scores
+        ``(R, S)`` (one candidate set per row, ``group`` draws) or ``(R, G, S)`` (a candidate
+        set per draw, one draw each: level 2).
+    grid
+        ``(n,)`` grid starts on the axis of ``S`` slots.
+
+    Returns
+    -------
+    tuple of Tensor
+        Slots ``(R, G, n)`` (sorted, ``[..., 0] == 0``), log-probability ``(R, G)``, entropy
+        ``(R,)`` and KL to the reference ``(R,)`` (means over draws for a per-draw set).
+    """
+    per_draw = scores.dim() == 3
+    rows = scores.shape[0]
+    if grid.shape[0] == 1:  # one patch: nothing to choose
+        shape = (rows, scores.shape[1] if per_draw else group)
+        zeros = scores.new_zeros(shape)
+        return (torch.zeros(*shape, 1, dtype=torch.long, device=scores.device), zeros,
+                zeros[:, 0], zeros[:, 0])
+    candidates = offset_candidates(grid, size)
+    penalty_term = penalty * candidates.distance.to(scores.dtype)  # (D,)
+    logits = scores[..., candidates.slot] - penalty_term  # (R, [G,] k, D)
+    logits = logits.masked_fill(~candidates.allowed, -math.inf)
+    log_p = torch.log_softmax(logits, dim=-1)  # (R, [G,] k, D)
+    reference = torch.log_softmax(
+        (-penalty_term).expand_as(candidates.slot).masked_fill(~candidates.allowed, -math.inf),
+        dim=-1,
+    )  # (k, D)
+    p = log_p.exp()
+    allowed = candidates.allowed
+    entropy = -torch.where(allowed, p * log_p, 0.0).sum(dim=(-1, -2))  # (R, [G])
+    kl = torch.where(allowed, p * (log_p - reference), 0.0).sum(dim=(-1, -2))  # (R, [G])
+    if per_draw:
+        entropy, kl = entropy.mean(dim=1), kl.mean(dim=1)
+        log_p_draws = log_p  # (R, G, k, D)
+    else:
+        log_p_draws = log_p.unsqueeze(1).expand(-1, group, -1, -1)  # (R, G, k, D)
+    if sample:
+        noisy = log_p_draws.detach() + gumbel(tuple(log_p_draws.shape), log_p)
+        choice = noisy.argmax(dim=-1)  # (R, G, k): Gumbel-max, one offset per boundary
+    else:
+        choice = log_p_draws.detach().argmax(dim=-1)  # (R, G, k): the mode
+    log_prob = log_p_draws.gather(-1, choice.unsqueeze(-1)).squeeze(-1).sum(dim=-1)  # (R, G)
+    boundary = torch.arange(grid.shape[0] - 1, device=grid.device)  # (k,)
+    slots = candidates.slot[boundary, choice]  # (R, G, k)
+    return F.pad(slots, (1, 0), value=0), log_prob, entropy, kl
+
+
+def _coarse_offsets(coarse_scores: Tensor, starts: Tensor, n_coarse: int, penalty: float,
+                    sample: bool) -> PolicyDraw:
+    """Coarse starts as offsets of the uniform grid on the fine-token axis.
+
+    Parameters
+    ----------
+    coarse_scores
+        ``(R, L)`` level-2 scores per position.
+    starts
+        ``(R, G, N1)`` fine starts of every draw.
+    n_coarse
+        ``N2``.
+    sample
+        Draw (training) or take the mode.
+
+    Returns
+    -------
+    PolicyDraw
+        ``starts`` ``(R, G, N2)``: a subset of the fine starts of the same draw.
+    """
+    rows, group, n_fine = starts.shape
+    token_scores = coarse_scores.gather(1, starts.reshape(rows, -1)).reshape(starts.shape)
+    grid = uniform_starts(n_fine, n_coarse, device=starts.device)  # (N2,) fine-token indices
+    tokens, log_prob, entropy, kl = _categorical_offsets(
+        token_scores, grid, n_fine, penalty, 1, sample
+    )  # tokens (R, G, N2)
+    return PolicyDraw(starts=starts.gather(-1, tokens), log_prob=log_prob, entropy=entropy,
+                      kl=kl)
+
+
+class BoundaryPolicy:
+    """Interface: scores to draws of one or two levels of boundaries."""
+
+    #: Whether the patcher's score heads start at zero (the mode is then the uniform grid).
+    zero_init: bool = True
+
+    def draw(self, scores: Tensor, n_patches: int, group: int, sample: bool) -> PolicyDraw:
+        """Level-1 draws from ``scores`` ``(R, L)``: ``group`` samples, or the mode (``G = 1``)."""
+        raise NotImplementedError
+
+    def draw_coarse(self, coarse_scores: Tensor, starts: Tensor, n_coarse: int,
+                    sample: bool) -> PolicyDraw:
+        """Level-2 starts among the fine ``starts`` ``(R, G, N1)`` of every draw."""
+        raise NotImplementedError
+
+
+class OffsetPolicy(BoundaryPolicy):
+    """Per-boundary categorical offsets around the uniform grid.
+
+    Parameters
+    ----------
+    penalty
+        ``kappa``: the logit of offset ``delta`` is lowered by ``kappa * |delta|``, so a zero
+        score keeps every boundary on the grid and a boundary moves only where the score pays
+        for the distance.
+    """
+
+    def __init__(self, penalty: float = 1.0) -> None:
+        if not penalty >= 0:
+            raise ValueError(f"The offset penalty must be >= 0, got {penalty}.")
+        self.penalty = float(penalty)
+
+    def draw(self, scores: Tensor, n_patches: int, group: int, sample: bool) -> PolicyDraw:
+        length = scores.shape[-1]
+        grid = uniform_starts(length, n_patches, device=scores.device)  # (N,)
+        starts, log_prob, entropy, kl = _categorical_offsets(
+            scores, grid, length, self.penalty, group if sample else 1, sample
+        )
+        return PolicyDraw(starts=starts, log_prob=log_prob, entropy=entropy, kl=kl)
+
+    def draw_coarse(self, coarse_scores: Tensor, starts: Tensor, n_coarse: int,
+                    sample: bool) -> PolicyDraw:
+        return _coarse_offsets(coarse_scores, starts, n_coarse, self.penalty, sample)
+
+
+class DensityPolicy(BoundaryPolicy):
+    """Boundaries at the quantiles of a density whose log is a Gaussian action per cell.
+
+    Each patch of the uniform grid is split into ``knots`` equal cells (``K = N * knots``). The
+    action is a log-density per cell, ``u = mu + sigma * eps`` with ``mu`` the mean score over
+    the cell; the mass of a cell is ``softmax(u)``, spread evenly over it, and boundary ``j``
+    sits where the cumulative mass reaches ``j / N`` (rounded to a step, then pushed apart to
+    at least ``min_length`` steps per patch). With ``u = 0`` every grid patch holds ``1 / N`` of
+    the mass, so the boundaries are the grid. The log-probability is the exact Gaussian
+    log-density of ``u``; the reference is ``N(0, sigma^2)`` per cell.
+
+    Parameters
+    ----------
+    sigma
+        Exploration scale of the action.
+    knots
+        Cells per grid patch.
+    min_length
+        Shortest patch (capped at the grid's shortest patch, so a zero action keeps the grid).
+    antithetic
+        Draw ``eps`` in pairs ``(eps, -eps)`` when ``G`` is even (less variance in the
+        advantage).
+    """
+
+    def __init__(self, sigma: float = 0.25, knots: int = 2, min_length: int = 2,
+                 antithetic: bool = True) -> None:
+        if not sigma > 0:
+            raise ValueError(f"The density policy's sigma must be > 0, got {sigma}.")
+        if knots < 1 or min_length < 1:
+            raise ValueError(f"knots and min_length must be >= 1, got {knots}, {min_length}.")
+        self.sigma = float(sigma)
+        self.knots = int(knots)
+        self.min_length = int(min_length)
+        self.antithetic = antithetic
+
+    def _cells(self, length: int, n_patches: int, device) -> tuple[Tensor, Tensor, Tensor]:
+        """Cell starts ``(K,)`` and lengths ``(K,)`` (fractional steps), and the step-to-cell
+        averaging matrix ``(L, K)``."""
+        grid = uniform_starts(length, n_patches, device=device).double()  # (N,)
+        gaps = torch.diff(F.pad(grid, (0, 1), value=float(length)))  # (N,)
+        part = torch.arange(self.knots, device=device, dtype=torch.float64) / self.knots
+        cell_start = (grid[:, None] + part * gaps[:, None]).reshape(-1)  # (K,)
+        cell_length = (gaps / self.knots).repeat_interleave(self.knots)  # (K,)
+        centre = torch.arange(length, device=device, dtype=torch.float64) + 0.5  # (L,)
+        cell = (torch.searchsorted(cell_start, centre, right=True) - 1).clamp(min=0)  # (L,)
+        member = F.one_hot(cell, cell_start.shape[0]).float()  # (L, K)
+        average = member / member.sum(dim=0).clamp(min=1.0)  # (L, K): empty cells read 0
+        return cell_start, cell_length, average
+
+    def _starts(self, action: Tensor, cell_start: Tensor, cell_length: Tensor, length: int,
+                n_patches: int, shortest: int) -> Tensor:
+        """Starts ``(R, G, N)`` at the quantiles ``j / N`` of the cell masses ``softmax(action)``."""
+        mass = torch.softmax(action.double(), dim=-1)  # (R, G, K)
+        cumulative = torch.cumsum(mass, dim=-1)  # (R, G, K)
+        levels = torch.arange(1, n_patches, device=action.device, dtype=torch.float64) / n_patches
+        levels = levels.expand(*cumulative.shape[:-1], -1).contiguous()  # (R, G, k)
+        cell = torch.searchsorted(cumulative.contiguous(), levels).clamp(
+            max=cumulative.shape[-1] - 1)  # (R, G, k)
+        before = (cumulative - mass).gather(-1, cell)  # (R, G, k): mass before the cell
+        fraction = ((levels - before) / mass.gather(-1, cell)).clamp(0.0, 1.0)
+        position = cell_start[cell] + fraction * cell_length[cell]  # (R, G, k)
+        starts = torch.round(position).long()  # (R, G, k)
+        # At least `shortest` steps per patch: a running maximum of s_j - j * shortest keeps
+        # the starts apart, the clamp keeps room for the patches after them.
+        j = torch.arange(1, n_patches, device=action.device)  # (k,)
+        shifted = torch.cummax(starts - j * shortest, dim=-1).values
+        shifted = shifted.clamp(0, length - n_patches * shortest)
+        return F.pad(shifted + j * shortest, (1, 0), value=0)  # (R, G, N)
+
+    def draw(self, scores: Tensor, n_patches: int, group: int, sample: bool) -> PolicyDraw:
+        rows, length = scores.shape
+        cell_start, cell_length, average = self._cells(length, n_patches, scores.device)
+        mean = scores @ average.to(scores.dtype)  # (R, K): log-density means
+        cells = mean.shape[-1]
+        if sample:
+            if self.antithetic and group % 2 == 0:
+                half = torch.randn(rows, group // 2, cells, device=scores.device,
+                                   dtype=scores.dtype)
+                noise = torch.cat([half, -half], dim=1)  # (R, G, K)
+            else:
+                noise = torch.randn(rows, group, cells, device=scores.device, dtype=scores.dtype)
+        else:
+            noise = scores.new_zeros(rows, 1, cells)  # the mode
+        action = mean.detach().unsqueeze(1) + self.sigma * noise  # (R, G, K)
+        log_norm = cells * (math.log(self.sigma) + 0.5 * math.log(2 * math.pi))
+        log_prob = -((action - mean.unsqueeze(1)) ** 2).sum(-1) / (2 * self.sigma**2) - log_norm
+        entropy = mean.new_full((rows,), cells * (0.5 + 0.5 * math.log(2 * math.pi))
+                                + cells * math.log(self.sigma))
+        kl = (mean**2).sum(-1) / (2 * self.sigma**2)  # (R,): KL(N(mu, s^2) || N(0, s^2))
+        grid = uniform_starts(length, n_patches)
+        shortest = min(self.min_length, int(torch.diff(F.pad(grid, (0, 1), value=length)).min()))
+        starts = self._starts(action.detach(), cell_start, cell_length, length, n_patches,
+                              shortest)
+        return PolicyDraw(starts=starts, log_prob=log_prob, entropy=entropy, kl=kl)
+
+    def draw_coarse(self, coarse_scores: Tensor, starts: Tensor, n_coarse: int,
+                    sample: bool) -> PolicyDraw:
+        return _coarse_offsets(coarse_scores, starts, n_coarse, 1.0, sample)
+
+
+class TopKPolicy(BoundaryPolicy):
+    """The first policy: ``N - 1`` starts by Gumbel-top-k over positions ``1 .. L-1``.
+
+    The log-probability is the Plackett–Luce likelihood of the draw's order. The reference is
+    the uniform softmax over positions, and the KL reported is that of the first pick,
+    ``log M - entropy`` (the KL of the whole ordered draw has no closed form). Its score head
+    is not zero-initialised, as in the first version; decoding takes the ``N - 1`` largest
+    scores, which clusters boundaries where the scores peak (``design.md`` §1a).
+    """
+
+    zero_init = False
+
+    @staticmethod
+    def _top_k(candidates: Tensor, n_choose: int, group: int, sample: bool,
+               ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """Order ``(R, G, n_choose)``, log-probability ``(R, G)``, entropy and KL ``(R,)``."""
+        log_p = torch.log_softmax(candidates, dim=-1)  # (R, [G,] M)
+        entropy = -(log_p.exp() * log_p).sum(dim=-1)  # (R, [G])
+        kl = math.log(candidates.shape[-1]) - entropy
+        per_draw = candidates.dim() == 3
+        if per_draw:
+            entropy, kl = entropy.mean(dim=1), kl.mean(dim=1)
+            scores = candidates.detach()  # (R, G, M)
+        else:
+            scores = candidates.detach().unsqueeze(1).expand(-1, group, -1)  # (R, G, M)
+        if sample:
+            scores = scores + gumbel(tuple(scores.shape), candidates)
+        # topk returns the indices in decreasing score: the order of the draw.
+        order = scores.topk(n_choose, dim=-1).indices  # (R, G, n_choose)
+        return order, plackett_luce_log_prob(candidates, order), entropy, kl
+
+    def draw(self, scores: Tensor, n_patches: int, group: int, sample: bool) -> PolicyDraw:
+        order, log_prob, entropy, kl = self._top_k(
+            scores[:, 1:], n_patches - 1, group if sample else 1, sample
+        )  # position 0 always starts a patch
+        positions = torch.sort(order, dim=-1).values + 1  # (R, G, k)
+        return PolicyDraw(starts=F.pad(positions, (1, 0), value=0), log_prob=log_prob,
+                          entropy=entropy, kl=kl)
+
+    def draw_coarse(self, coarse_scores: Tensor, starts: Tensor, n_coarse: int,
+                    sample: bool) -> PolicyDraw:
+        rows = starts.shape[0]
+        positions = starts[..., 1:]  # (R, G, k1): position 0 is a coarse start anyway
+        candidates = coarse_scores.gather(1, positions.reshape(rows, -1)).reshape(
+            positions.shape)  # (R, G, k1)
+        order, log_prob, entropy, kl = self._top_k(candidates, n_coarse - 1, 1, sample)
+        chosen = positions.gather(-1, order)  # (R, G, k2)
+        coarse = F.pad(torch.sort(chosen, dim=-1).values, (1, 0), value=0)  # (R, G, N2)
+        return PolicyDraw(starts=coarse, log_prob=log_prob, entropy=entropy, kl=kl)
+
+
+def make_policy(name: str, offset_penalty: float = 1.0, density_sigma: float = 0.25,
+                density_knots: int = 2, min_length: int = 2) -> BoundaryPolicy:
+    """Build a policy from its name (one of :data:`POLICY_NAMES`) and its settings."""
+    if name == "offset":
+        return OffsetPolicy(offset_penalty)
+    if name == "density":
+        return DensityPolicy(density_sigma, density_knots, min_length)
+    if name == "topk":
+        return TopKPolicy()
+    raise ValueError(
+        f"Unknown policy {name!r}: use 'offset' (boundaries move a few steps around the "
+        "uniform grid), 'density' (resolution reallocated across the window) or 'topk' (the "
+        "first policy, an ablation)."
+    )
