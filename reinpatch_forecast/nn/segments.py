@@ -187,12 +187,27 @@ def segment_mean(features: Tensor, starts: Tensor) -> Tensor:
 
 
 def resample_patches(values: Tensor, starts: Tensor, n_points: int) -> Tensor:
-    """Linearly resample every patch of a series to ``n_points`` equally spaced points.
+    """Area-resample every patch of a series to ``n_points`` values (box-filter resampling).
 
-    A patch ``[s, e)`` is read at the fractional positions ``s + k (e - 1 - s) / (P - 1)``,
-    ``k = 0 .. P-1`` (its midpoint when ``P == 1``), so the first and last points are the patch's
-    first and last values and its shape is kept whatever its length (a patch of length one
-    gives ``P`` copies of its value).
+    The patch ``[s, e)`` of ``n = e - s`` steps is read as a piecewise-constant function (value
+    ``x_t`` on ``[t, t + 1)``), its span is cut into ``P`` equal sub-intervals
+    ``[s + k n / P, s + (k + 1) n / P)``, ``k = 0 .. P-1``, and point ``k`` is the mean of the
+    function over sub-interval ``k`` (its integral divided by the width ``n / P``).
+
+    Why area resampling: a patch the policy makes longer than ``P`` steps is box-averaged (a
+    low-pass; the mean of the ``P`` points is the patch mean) instead of read at ``P`` points
+    with the values in between skipped (aliasing), and a patch of up to ``P`` steps loses
+    nothing. Exactly ``P`` steps give the patch's values themselves, bit for bit (a uniform
+    ``P = R`` patching gives PatchTST's patches); fewer steps repeat the values piecewise
+    constantly (each point is a value, or the length-weighted mean of two neighbours where a
+    sub-interval straddles a step boundary; ``P / n`` copies of each value when ``n`` divides
+    ``P``), a one-to-one map, so the values can be recovered. A constant patch gives the
+    constant.
+
+    Positions are kept in integers, in units of ``1 / P`` step, so the weights are exact ratios
+    of integers and a sub-interval inside one step reads that step's value exactly. The whole
+    steps inside a sub-interval are summed through a cumulative sum of the values (float64
+    inside), differenced; the partial steps at both ends are gathered and weighted.
 
     Parameters
     ----------
@@ -206,27 +221,48 @@ def resample_patches(values: Tensor, starts: Tensor, n_points: int) -> Tensor:
     Returns
     -------
     Tensor
-        ``(R, G, N, P)``.
+        ``(R, G, N, P)``, the dtype of ``values``.
     """
     if n_points < 1:
         raise ValueError(f"n_points must be >= 1, got {n_points}.")
     rows, length = values.shape
-    # Positions are computed in integers, s + floor(k (len-1) / (P-1)) plus a remainder, so a
-    # point that falls on a step reads that step exactly (no float rounding of the position).
-    span = patch_lengths(starts, length) - 1  # (R, G, N)
-    if n_points == 1:
-        numerator = span.unsqueeze(-1)  # (R, G, N, 1): the midpoint, (len-1) / 2
-        denominator = 2
-    else:
-        k = torch.arange(n_points, device=values.device)  # (P,)
-        numerator = span.unsqueeze(-1) * k  # (R, G, N, P)
-        denominator = n_points - 1
-    lower = starts.unsqueeze(-1) + torch.div(numerator, denominator, rounding_mode="floor")
-    weight = (numerator % denominator).to(values.dtype) / denominator  # (R, G, N, P) in [0, 1)
-    upper = (lower + 1).clamp_(max=length - 1)
-    below = values.gather(1, lower.reshape(rows, -1)).reshape(lower.shape)  # (R, G, N, P)
-    above = values.gather(1, upper.reshape(rows, -1)).reshape(lower.shape)  # (R, G, N, P)
-    return below + weight * (above - below)  # (R, G, N, P)
+    work = values.to(torch.promote_types(values.dtype, torch.float32))  # (R, L)
+    steps = patch_lengths(starts, length).unsqueeze(-1)  # (R, G, N, 1): n
+    k = torch.arange(n_points, device=values.device)  # (P,)
+    # Sub-interval k of a patch is [lo, hi) in units of 1/P step from its start.
+    lo = steps * k  # (R, G, N, P)
+    hi = lo + steps  # (R, G, N, P)
+    first = torch.div(lo, n_points, rounding_mode="floor")  # step holding the start
+    last = torch.div(hi - 1, n_points, rounding_mode="floor")  # last step it overlaps
+    # Overlap with the first and the last step (units of 1/P); the last counts only if it
+    # differs from the first. Every step strictly between them is covered whole (P units).
+    w_first = torch.minimum(hi, (first + 1) * n_points) - lo  # (R, G, N, P) in [1, P]
+    w_last = torch.where(last > first, hi - last * n_points, 0)  # (R, G, N, P) in [0, P]
+    offset = starts.unsqueeze(-1)  # (R, G, N, 1)
+    first = first + offset  # absolute step indices, in [s, e)
+    last = last + offset
+    # The whole steps are [inner_lo, inner_hi), empty when the sub-interval spans < 3 steps.
+    inner_lo = first + 1  # (R, G, N, P)
+    inner_hi = torch.maximum(last, inner_lo)  # (R, G, N, P)
+
+    def pick(table: Tensor, index: Tensor) -> Tensor:
+        return table.gather(1, index.reshape(rows, -1)).reshape(index.shape)  # (R, G, N, P)
+
+    # The prefix sums are kept in float64 (float32 on MPS, which has no float64): in float32
+    # their rounding, relative to the sum over the window so far, would dominate the error.
+    wide = torch.float64 if values.device.type != "mps" else work.dtype
+    prefix = work.to(wide).cumsum(dim=1)  # (R, L)
+    prefix = torch.cat([prefix.new_zeros(rows, 1), prefix], dim=1)  # (R, L+1)
+    inner = (pick(prefix, inner_hi) - pick(prefix, inner_lo)).to(work.dtype)  # (R, G, N, P)
+    width = steps.to(work.dtype)  # (R, G, N, 1): n, the mean divides by n / P
+    # Weights divided by n before the products: a sub-interval inside one step has weight
+    # n / n = 1.0 and nothing else, so it returns that step's value exactly.
+    out = (
+        (w_first.to(work.dtype) / width) * pick(work, first)
+        + (w_last.to(work.dtype) / width) * pick(work, last)
+        + (n_points / width) * inner
+    )  # (R, G, N, P)
+    return out.to(values.dtype)
 
 
 def coarse_token_budget(n_patches: int, coarse_rate: float) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
@@ -77,26 +78,27 @@ def ref_segment_mean(features, starts):
 
 
 def ref_resample(values, starts, n_points):
-    """Linear interpolation of each patch at ``P`` equally spaced points, written out in Python."""
+    """Area (box-filter) resampling of each patch to ``P`` points, written out per patch in numpy.
+
+    The patch ``[s, e)`` is the step function ``x_t`` on ``[t, t + 1)``; point ``k`` is its mean
+    over ``[s + k n / P, s + (k + 1) n / P)``: the overlap of that interval with every step,
+    times the step's value, summed and divided by the interval's width.
+    """
     rows, length = values.shape
     _, group, n_patches = starts.shape
-    out = torch.zeros(rows, group, n_patches, n_points, dtype=torch.float64)
-    vals = values.double().tolist()
+    out = np.zeros((rows, group, n_patches, n_points))
+    vals = values.detach().double().numpy()
     for r in range(rows):
         for g in range(group):
             row = starts[r, g].tolist()
             for j, (s, e) in enumerate(zip(row, ref_ends(row, length))):
-                last = e - 1
+                n = e - s
                 for k in range(n_points):
-                    if n_points == 1:
-                        pos = (s + last) / 2
-                    else:
-                        pos = s + (last - s) * k / (n_points - 1)
-                    lo = min(int(math.floor(pos)), length - 1)
-                    hi = min(lo + 1, length - 1)
-                    w = pos - lo
-                    out[r, g, j, k] = vals[r][lo] * (1 - w) + vals[r][hi] * w
-    return out
+                    a, b = s + k * n / n_points, s + (k + 1) * n / n_points
+                    steps = np.arange(s, e)
+                    overlap = np.clip(np.minimum(b, steps + 1) - np.maximum(a, steps), 0, None)
+                    out[r, g, j, k] = (overlap * vals[r, s:e]).sum() / (b - a)
+    return torch.from_numpy(out)
 
 
 @st.composite
@@ -191,33 +193,154 @@ def test_segment_mean_groups_are_independent_patchings():
 
 @pytest.mark.parametrize("n_points", [1, 2, 3, 8])
 @pytest.mark.parametrize("group", [1, 3])
-@pytest.mark.parametrize("length, n_patches", [(1, 1), (16, 1), (16, 16), (45, 7)])
+@pytest.mark.parametrize("length, n_patches", [(1, 1), (16, 1), (16, 16), (45, 7), (60, 3)])
 def test_resample_patches_matches_reference(n_points, group, length, n_patches):
-    """resample_patches equals the loop interpolation for every P, G > 1, patches of length 1."""
+    """resample_patches equals the per-patch area reference for every P, G > 1, any length."""
     torch.manual_seed(2)
     rows = 3
     values = torch.randn(rows, length)
     starts = random_starts(rows, group, length, n_patches, seed=n_points + group)
     got = resample_patches(values, starts, n_points)
-    assert got.shape == (rows, group, n_patches, n_points)
+    assert got.shape == (rows, group, n_patches, n_points) and got.dtype == torch.float32
     expected = ref_resample(values, starts, n_points).float()
-    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(got, expected, rtol=1e-6, atol=1e-6)
 
 
-def test_resample_patches_endpoints_and_single_step_patches():
-    """First/last points are the patch's first/last values; a length-1 patch gives P copies."""
+@pytest.mark.parametrize("n_points", [1, 3, 4, 5, 8, 12])
+def test_resample_patches_matches_reference_on_random_cases(n_points):
+    """Random patchings with patches shorter, equal to and much longer than P, float64 exact."""
+    generator = torch.Generator().manual_seed(20 + n_points)
+    for case in range(6):
+        length = int(torch.randint(1, 90, (1,), generator=generator))
+        n_patches = int(torch.randint(1, length + 1, (1,), generator=generator))
+        starts = random_starts(2, 2, length, n_patches, seed=case)
+        values = torch.randn(2, length, generator=generator, dtype=torch.float64)
+        torch.testing.assert_close(
+            resample_patches(values, starts, n_points), ref_resample(values, starts, n_points),
+            rtol=0, atol=1e-12,
+        )
+
+
+@pytest.mark.parametrize("n_points", [3, 5, 8, 12])
+def test_resample_patches_returns_a_patch_of_p_steps_bit_for_bit(n_points):
+    """A patch of exactly P steps gives its P values bit for bit, wherever it lies."""
+    generator = torch.Generator().manual_seed(n_points)
+    values = torch.randn(4, 60, generator=generator)
+    # patches of P steps at different offsets, between patches of other lengths
+    starts = torch.tensor([[[0, 2, 2 + n_points, 30, 30 + n_points, 30 + 2 * n_points]]])
+    starts = starts.expand(4, 1, -1)
+    out = resample_patches(values, starts, n_points)
+    for j, s in [(1, 2), (3, 30), (4, 30 + n_points)]:
+        assert torch.equal(out[:, 0, j], values[:, s : s + n_points])
+
+
+@pytest.mark.parametrize("n_points", [2, 4, 6, 8, 12])
+def test_resample_patches_repeats_the_values_of_a_short_patch(n_points):
+    """A patch of n | P steps gives every value P / n times, bit for bit (piecewise constant)."""
+    generator = torch.Generator().manual_seed(n_points)
+    values = torch.randn(3, 40, generator=generator)
+    for n in [d for d in range(1, n_points + 1) if n_points % d == 0]:
+        starts = torch.tensor([[[0, 5, 5 + n]]]).expand(3, 1, -1)
+        out = resample_patches(values, starts, n_points)[:, 0, 1]  # (R, P)
+        expected = values[:, 5 : 5 + n].repeat_interleave(n_points // n, dim=-1)
+        assert torch.equal(out, expected)
+
+
+@pytest.mark.parametrize("n_points", [3, 5, 8])
+def test_resample_patches_is_lossless_up_to_p_steps(n_points):
+    """Patches of n <= P steps: each point is a value or a blend of two neighbours, the map
+    from the n values to the P points is one to one, and when 2n <= P every value appears."""
+    generator = torch.Generator().manual_seed(n_points)
+    values = torch.randn(2, 30, generator=generator)
+    for n in range(1, n_points + 1):
+        starts = torch.tensor([[[0, 3, 3 + n]]]).expand(2, 1, -1)
+        out = resample_patches(values, starts, n_points)[:, 0, 1]  # (R, P)
+        patch = values[:, 3 : 3 + n]  # (R, n)
+        low = torch.minimum(patch[:, :-1], patch[:, 1:]) - 1e-6  # (R, n-1)
+        high = torch.maximum(patch[:, :-1], patch[:, 1:]) + 1e-6
+        for r in range(2):
+            for k in range(n_points):
+                point = out[r, k]
+                if not bool((patch[r] == point).any()):  # then a blend of two neighbours
+                    assert bool(((low[r] <= point) & (point <= high[r])).any())
+        if 2 * n <= n_points:
+            for r in range(2):
+                for t in range(n):
+                    assert bool((out[r] == patch[r, t]).any())
+        # the linear map's matrix, column by column: rank n means nothing is lost
+        basis = torch.zeros(n, 3 + n, dtype=torch.float64)
+        basis[:, 3:] = torch.eye(n, dtype=torch.float64)
+        matrix = resample_patches(basis, torch.tensor([[[0, 3]]]).expand(n, 1, -1), n_points)
+        assert int(torch.linalg.matrix_rank(matrix[:, 0, 1])) == n
+        # each point's weights are non-negative and sum to one (a mean)
+        weights = matrix[:, 0, 1]  # (n, P)
+        torch.testing.assert_close(weights.sum(0), torch.ones(n_points, dtype=torch.float64))
+        assert bool((matrix >= 0).all())
+
+
+@pytest.mark.parametrize("n_points", [1, 3, 4, 8])
+def test_resample_patches_box_averages_a_long_patch(n_points):
+    """A patch longer than P: the points are box means (their mean is the patch mean, each lies
+    within the patch's range) and every value of the patch contributes (no value skipped)."""
+    generator = torch.Generator().manual_seed(n_points)
+    values = torch.randn(3, 80, generator=generator)
+    starts = torch.tensor([[[0, 4, 4 + n_points + 1, 30, 77]]]).expand(3, 1, -1)
+    out = resample_patches(values, starts, n_points)  # (R, 1, N, P)
+    torch.testing.assert_close(out.mean(-1), segment_mean(values.unsqueeze(-1), starts)[..., 0])
+    lengths = patch_lengths(starts, 80)
+    for j in range(starts.shape[-1]):
+        if int(lengths[0, 0, j]) <= n_points:
+            continue
+        s, e = int(starts[0, 0, j]), int(patch_ends(starts, 80)[0, 0, j])
+        patch = values[:, s:e]
+        assert bool((out[:, 0, j] <= patch.max(-1, keepdim=True).values + 1e-6).all())
+        assert bool((out[:, 0, j] >= patch.min(-1, keepdim=True).values - 1e-6).all())
+    # the gradient of the sum of points reaches every position: no value is skipped
+    leaf = values.clone().requires_grad_(True)
+    resample_patches(leaf, starts, n_points).sum().backward()
+    assert bool((leaf.grad > 0).all())
+
+
+def test_resample_patches_does_not_alias_a_fast_oscillation():
+    """+1, -1, +1, ... over a patch of 2P steps averages to 0 at every point (a box low-pass);
+    reading P points of it would return +1 or -1 (aliasing)."""
+    values = torch.tensor([1.0, -1.0]).repeat(32).unsqueeze(0)  # (1, 64)
+    for n_points in (4, 8, 16):
+        starts = torch.arange(0, 64, 2 * n_points).view(1, 1, -1)
+        out = resample_patches(values, starts, n_points)
+        assert torch.equal(out, torch.zeros_like(out))
+
+
+def test_resample_patches_one_point_is_the_patch_mean():
+    """P = 1 gives the plain mean of each patch, as segment_mean does."""
     torch.manual_seed(3)
     values = torch.randn(2, 20)
     starts = torch.tensor([[[0, 1, 5, 19]], [[0, 2, 3, 10]]])
-    out = resample_patches(values, starts, 5)
-    ends = patch_ends(starts, 20)
-    for r in range(2):
-        for j in range(4):
-            s, e = starts[r, 0, j].item(), ends[r, 0, j].item()
-            assert out[r, 0, j, 0] == values[r, s]
-            assert out[r, 0, j, -1] == values[r, e - 1]
-            if e - s == 1:
-                assert torch.equal(out[r, 0, j], values[r, s].expand(5))
+    torch.testing.assert_close(
+        resample_patches(values, starts, 1), segment_mean(values.unsqueeze(-1), starts)
+    )
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16, torch.float16])
+def test_resample_patches_keeps_the_dtype(dtype):
+    """The result has the dtype of the values; low precision is computed in float32 inside."""
+    torch.manual_seed(5)
+    values = torch.randn(2, 40).to(dtype)
+    starts = random_starts(2, 2, 40, 5, seed=1)
+    out = resample_patches(values, starts, 8)
+    assert out.dtype == dtype
+    expected = ref_resample(values.double(), starts, 8).to(dtype)
+    torch.testing.assert_close(out, expected)
+
+
+def test_resample_patches_is_precise_on_a_long_trending_window():
+    """Float32 points stay within float32 rounding of the float64 ones on L = 512 (the prefix
+    sums of a trending window grow large; they are differenced in float64)."""
+    torch.manual_seed(6)
+    values = torch.linspace(-1.7, 1.7, 512) + 0.1 * torch.randn(4, 512)
+    starts = random_starts(4, 2, 512, 40, seed=2)
+    got = resample_patches(values, starts, 8).double()
+    torch.testing.assert_close(got, resample_patches(values.double(), starts, 8), rtol=0, atol=1e-6)
 
 
 def test_resample_patches_rejects_zero_points():
@@ -280,6 +403,16 @@ def test_segment_ops_match_reference_property(case, dim, n_points):
 
 
 @SETTINGS
+@given(patchings(max_length=48), st.integers(1, 9))
+def test_resample_patches_of_a_constant_is_the_constant(case, n_points):
+    """Area resampling of a constant series gives the constant at every point of every patch."""
+    length, starts = case
+    values = torch.full((starts.shape[0], length), 3.25)
+    out = resample_patches(values, starts, n_points)
+    torch.testing.assert_close(out, torch.full_like(out, 3.25), rtol=0, atol=1e-6)
+
+
+@SETTINGS
 @given(patchings(max_length=32))
 def test_segment_mean_of_constant_features_is_constant(case):
     """The mean of a constant over any patch is that constant (no off-by-one in the prefix sums)."""
@@ -305,7 +438,7 @@ def test_gradients_reach_features_and_values():
     resample_patches(values, starts, 4).sum().backward()
     assert values.grad is not None and torch.isfinite(values.grad).all()
     assert values.grad.abs().sum() > 0
-    # the sum of the interpolation weights of each point is 1: total grad = number of points
+    # the box weights of each point sum to 1: total grad = number of points
     torch.testing.assert_close(values.grad.sum(), torch.tensor(3 * 2 * 5 * 4.0))
 
     # segment_mean: each patch's weights sum to one, so the total grad per row is G*N per feature
