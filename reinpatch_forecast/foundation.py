@@ -32,7 +32,9 @@ __all__ = ["PATCHER_FORMAT", "PATCHER_VERSION", "PRETRAINED_SHA256", "patcher_st
 PRETRAINED_SHA256 = "7f8bebaf36c19b7196422d9bb0ad25f4a92dcca2fa31ee51551805d50e9f86de"
 
 PATCHER_FORMAT = "reinpatch-forecast/patcher"
-PATCHER_VERSION = 1
+#: Version 2: the policy-v2 patcher (its config names its policy). Version-1 files hold a
+#: top-k policy with a uniform-prior bonus that no longer exists, so they are refused.
+PATCHER_VERSION = 2
 
 
 def patcher_state(patcher: LearnedPatcher) -> dict[str, Any]:
@@ -44,14 +46,7 @@ def patcher_state(patcher: LearnedPatcher) -> dict[str, Any]:
     return {
         "format": PATCHER_FORMAT,
         "version": PATCHER_VERSION,
-        "config": {
-            "hidden_size": patcher.hidden_size,
-            "n_layers": patcher.n_layers,
-            "kernel_size": patcher.kernel_size,
-            "uniform_prior": patcher.uniform_prior,
-            # Written only for multi-level patchers, so level-1 files stay as they were.
-            **({"levels": patcher.levels} if getattr(patcher, "levels", 1) != 1 else {}),
-        },
+        "config": patcher.config(),
         "state_dict": {k: v.detach().cpu().clone() for k, v in patcher.state_dict().items()},
     }
 
@@ -69,6 +64,14 @@ def patcher_from_state(state: dict[str, Any], source: str = "the patcher state")
         raise ValueError(
             f"{source} is not a reinpatch-forecast patcher (expected format "
             f"{PATCHER_FORMAT!r}). Save patchers with reinpatch_forecast.foundation.save_patcher."
+        )
+    if state.get("version") == 1:
+        raise ValueError(
+            f"{source} is a version-1 patcher (the first, top-k policy with a uniform prior), "
+            f"which this version of reinpatch-forecast no longer runs: it reads version "
+            f"{PATCHER_VERSION}. Pretrain a new patcher with "
+            "reinpatch_forecast.foundation.pretrain_patcher (or `reinpatch-forecast "
+            "pretrain-patcher`), or use the shipped one (patcher='pretrained')."
         )
     if state.get("version") != PATCHER_VERSION:
         raise ValueError(
@@ -228,7 +231,7 @@ def pretrain_patcher(
     input_chunk_length: int = 64,
     output_chunk_length: int = 16,
     compression_rate: float = 8,
-    group_size: int = 8,
+    group_size: int = 4,
     n_epochs: int = 4,
     batch_size: int = 64,
     max_windows_per_series: int | None = 256,
@@ -236,9 +239,9 @@ def pretrain_patcher(
     d_model: int = 32,
     n_layers: int = 1,
     learning_rate: float = 1e-3,
-    entropy_coef: float = 1e-3,
+    kl_coef: float = 0.1,
     hidden_size: int = 32,
-    uniform_prior: float = 0.0,
+    policy: str = "offset",
     random_state: int = 0,
     verbose: bool = False,
     pl_trainer_kwargs: dict | None = None,
@@ -259,7 +262,7 @@ def pretrain_patcher(
         darts ``TimeSeries``, a pandas ``Series`` or a 1-D array.
     input_chunk_length, output_chunk_length, compression_rate, group_size
         The pretraining task (lookback, horizon, average patch length, GRPG group size).
-    n_epochs, batch_size, learning_rate, entropy_coef
+    n_epochs, batch_size, learning_rate, kl_coef
         Training settings (the patcher's learning rate is 3x ``learning_rate``).
     max_windows_per_series
         Most recent training windows used per series (``None``: all), so long series do not
@@ -270,9 +273,8 @@ def pretrain_patcher(
         Size of the throwaway backbone.
     hidden_size
         Channels of the patcher's convolutions.
-    uniform_prior
-        Fixed logit bonus of the uniform grid's starts (stored with the patcher): the policy
-        starts from uniform patches and learns where to deviate; 0 disables it.
+    policy
+        The patcher's boundary policy (``"offset"``, ``"density"`` or ``"topk"``).
     random_state
         Seed: the same seed and corpus give the same patcher.
     verbose
@@ -340,11 +342,11 @@ def pretrain_patcher(
     trainer_kwargs["callbacks"] = [*trainer_kwargs.get("callbacks", []), _History()]
     with torch.random.fork_rng():
         torch.manual_seed(random_state)  # the patcher's initial weights follow the seed
-        initial = LearnedPatcher(hidden_size=hidden_size, uniform_prior=uniform_prior)
+        initial = LearnedPatcher(policy=policy, hidden_size=hidden_size)
     model = ReinPatchModel(
         input_chunk_length=input_chunk_length, output_chunk_length=output_chunk_length,
         compression_rate=compression_rate, patcher="learned", patcher_init=initial,
-        group_size=group_size, entropy_coef=entropy_coef, d_model=d_model, n_layers=n_layers,
+        group_size=group_size, kl_coef=kl_coef, d_model=d_model, n_layers=n_layers,
         n_heads=4, batch_size=batch_size, n_epochs=n_epochs,
         optimizer_kwargs={"lr": learning_rate}, random_state=random_state,
         pl_trainer_kwargs=trainer_kwargs,
@@ -360,8 +362,7 @@ def pretrain_patcher(
                     group_size=group_size, n_epochs=n_epochs, batch_size=batch_size,
                     max_windows_per_series=max_windows_per_series, val_fraction=val_fraction,
                     d_model=d_model, n_layers=n_layers, learning_rate=learning_rate,
-                    entropy_coef=entropy_coef, hidden_size=hidden_size,
-                    uniform_prior=uniform_prior,
+                    kl_coef=kl_coef, hidden_size=hidden_size, policy=policy,
                     random_state=random_state)
     return PretrainResult(patcher=patcher, history=history, n_series=len(arrays),
                           n_train_windows=n_windows, settings=settings)

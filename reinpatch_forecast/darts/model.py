@@ -43,7 +43,7 @@ from ..foundation import (
     patcher_state,
 )
 from ..nn import PATCHER_NAMES, LearnedPatcher, ReinPatchConfig, ReinPatchNetwork
-from ..nn.segments import patch_lengths
+from ..nn.patchers import POLICY_OPTIONS
 from ..validation import (
     TrainingDivergedError,
     check_darts_series,
@@ -90,58 +90,43 @@ class _ReinPatchModule(PLForecastingModule):
         return PLModuleOutput(prediction=self.network(x))  # (B, H, C, Q)
 
     def training_step(self, train_batch: TorchTrainingBatch, batch_idx: int) -> torch.Tensor:
-        """One GRPG step: ``G`` patchings per series, backbone loss + policy loss.
+        """One GRPG step (:meth:`~reinpatch_forecast.nn.ReinPatchNetwork.training_losses`).
 
-        With ``rollout_fraction`` below 1 only the first ``Bg`` windows draw a group; the other
-        ``Bs`` windows add one trained forecast each to the backbone loss (a mean over every
-        trained forecast) and nothing to the rewards.
+        The backbone loss is darts' ``_compute_loss`` (loss function or likelihood, sample
+        weights) of the decoded forecast; rewards are the same loss per series and patching.
         """
         x = train_batch.past_target.to(self.dtype)  # (B, L, C)
-        rollout = self.network.rollout(x)  # prediction (Bg, G, H, C, Q)
-        batch, group, _, channels, _ = rollout.prediction.shape  # batch = Bg
-        trained = rollout.n_trained
-        future = train_batch.future_target  # (B, H, C)
-        # Rollouts are series-major, so the target and weights repeat each window per draw.
-        target = future[:batch].repeat_interleave(group, dim=0)  # (Bg*G, H, C)
-        trained_target = future[:batch].repeat_interleave(trained, dim=0)  # (Bg*k, H, C)
+        target = train_batch.future_target  # (B, H, C)
         weight = train_batch.sample_weight
-        if weight is not None:
-            weight_all = weight
-            weight = weight[:batch].repeat_interleave(trained, dim=0)  # (Bg*k, H, C)
-        trained_prediction = rollout.prediction[:, :trained].flatten(0, 1)  # (Bg*k, H, C, Q)
-        if rollout.single_prediction is not None:
-            # The windows without a group: one trained forecast each, after the grouped ones.
-            trained_prediction = torch.cat([trained_prediction, rollout.single_prediction])
-            trained_target = torch.cat([trained_target, future[batch:]])  # (Bg*k + Bs, H, C)
-            if weight is not None:
-                weight = torch.cat([weight, weight_all[batch:]])
-        output = PLModuleOutput(prediction=trained_prediction)
-        backbone_loss = self._compute_loss(output, trained_target, self.train_criterion, weight)
-        per_element = elementwise_loss(
-            rollout.prediction.detach().flatten(0, 1), target, self.likelihood,
-            self.train_criterion,
-        )  # (B*G, H, C)
-        per_sample = per_element.mean(dim=1).reshape(batch, group, channels)  # (B, G, C)
-        policy = self.network.policy_loss_from(rollout, per_sample)
 
-        size = train_batch.past_target.shape[0]
-        self.log("train_loss", backbone_loss, batch_size=size, prog_bar=True, sync_dist=True)
-        lengths = patch_lengths(rollout.starts, self.network.config.input_length).float()
+        def backbone_loss(prediction: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+            output = PLModuleOutput(prediction=prediction)  # (B, H, C, Q)
+            return self._compute_loss(output, target, self.train_criterion, weight)
+
+        def sample_loss(prediction: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+            return elementwise_loss(prediction, target, self.likelihood, self.train_criterion)
+
+        losses = self.network.training_losses(x, target, backbone_loss, sample_loss)
+        size = x.shape[0]
+        self.log("train_loss", losses.backbone_loss, batch_size=size, prog_bar=True,
+                 sync_dist=True)
         diagnostics = {
-            "train_policy_loss": policy.loss.detach(),
-            "train_reward": policy.mean_reward,
-            "train_mean_patch_length": lengths.mean(),
-            "train_patch_length_std": lengths.std(dim=-1, unbiased=False).mean(),
-            "train_boundary_entropy": policy.entropy,
+            "train_policy_loss": losses.policy_loss.detach(),
+            "train_reward": losses.mean_reward,
+            "train_advantage": losses.advantage,
+            "train_kl": losses.kl,
+            "train_mean_patch_length": losses.mean_patch_length,
+            "train_patch_length_std": losses.patch_length_std,
+            "train_grid_shift": losses.grid_shift,
         }
         self.log_dict(diagnostics, batch_size=size, on_step=False, on_epoch=True, sync_dist=True)
-        self._update_metrics(output, trained_target, self.train_metrics)
-        loss = backbone_loss + policy.loss
-        if not torch.isfinite(loss):  # one scalar check (a host sync) per step
+        self._update_metrics(PLModuleOutput(prediction=losses.prediction), target,
+                             self.train_metrics)
+        if not torch.isfinite(losses.loss):  # one scalar check (a host sync) per step
             raise TrainingDivergedError(
-                self._divergence_message(backbone_loss, policy.loss, batch_idx)
+                self._divergence_message(losses.backbone_loss, losses.policy_loss, batch_idx)
             )
-        return loss
+        return losses.loss
 
     def _divergence_message(
         self, backbone_loss: torch.Tensor, policy_loss: torch.Tensor, batch_idx: int
@@ -245,9 +230,11 @@ class ReinPatchModel(PastCovariatesTorchModel):
     Each target component's lookback window is cut into ``ceil(L / compression_rate)``
     contiguous patches by the *patcher*; each patch becomes a token; a pre-norm Transformer and a
     flatten head forecast ``output_chunk_length`` steps. The learned patcher is trained by Group
-    Relative Policy Gradient: ``group_size`` patchings are drawn per series, the backbone runs on
-    all of them, and each patching's reward is its negative loss, normalised within the group.
-    Validation and prediction use the patcher's most likely boundaries.
+    Relative Policy Gradient: the backbone trains on the patcher's decoded (most likely)
+    patching, the one validation and prediction use; ``group_size`` sampled patchings per
+    series are scored against it, and a sample's advantage is its reward (negative loss) minus
+    the decode's. A new learned patcher decodes exactly the uniform grid and moves a boundary
+    only where the reward pays for it.
 
     Parameters
     ----------
@@ -278,35 +265,26 @@ class ReinPatchModel(PastCovariatesTorchModel):
         and train them end to end. ``"pretrained"`` (the shipped foundation patcher), a
         :class:`~reinpatch_forecast.nn.LearnedPatcher` or the path of a saved patcher; ``None``
         (default) starts from a random policy.
+    policy
+        The learned patcher's boundary policy: ``"offset"`` (the default, unless ``patcher`` or
+        ``patcher_init`` gives a pretrained patcher, whose own policy is used; every boundary
+        moves a few steps around the uniform grid), ``"density"`` (boundaries at the quantiles of a
+        learned density: resolution moves across the whole window) or ``"topk"`` (the first
+        version's policy, kept as an ablation). See ``docs/choosing_parameters.md``.
     group_size
-        ``G``: patchings drawn per series in a training step (>= 2 for ``"learned"``).
-    backbone_draws
-        How many of the ``G`` draws train the backbone; the others only give the policy its
-        rewards, from a forward pass without gradients. Default 1: about 1.7x faster per step
-        than ``None`` (all ``G``), with the same validation accuracy in the project's
-        measurements (``benchmarks/results/speed.md`` and ``ltsf.md``).
-    rollout_fraction
-        Fraction ``f`` (``0 < f <= 1``) of the windows of each training batch that draw a
-        group of ``G`` patchings for GRPG: the first ``ceil(f * batch_size)`` windows give the
-        rewards and the policy gradient, the others train the backbone on one sampled patching
-        each, without a policy term. Cuts the cost of a step roughly in proportion for the
-        group part; the backbone loss stays the mean over every trained forecast. ``None``
-        (default): every window draws a group.
+        ``G``: patchings sampled per series in a training step and scored against the decoded
+        one (without gradients; the step costs about ``1 + G / 3`` uniform steps).
+    kl_coef
+        Weight of the KL anchor that keeps the policy near its reference (the uniform grid).
     patcher_lr
         Learning rate of the patcher; ``None`` uses 3x the optimizer's learning rate.
-    entropy_coef
-        Weight of the entropy bonus in the policy loss.
-    scale_rewards
-        Advantage normalisation: ``"group"`` (default), ``"batch"`` or ``"none"``.
     d_model, n_heads, n_layers, dropout
         Transformer sizes.
     resample_points
-        Points each patch is resampled to for its shape token.
+        Points each patch is resampled to (area resampling) for its shape token; ``None``
+        (default): ``ceil(compression_rate)``, every value of a uniform patch.
     revin_affine
         Learn a per-component affine map in the instance normalisation.
-    uniform_prior
-        Logit bonus of the uniform patching's starts in the learned patcher (0: none): an
-        untrained policy then decodes to uniform patches and learns where to deviate.
     **kwargs
         Every argument of darts' ``TorchForecastingModel`` (``batch_size``, ``n_epochs``,
         ``likelihood``, ``loss_fn``, ``optimizer_kwargs``, ``lr_scheduler_cls``,
@@ -340,19 +318,16 @@ class ReinPatchModel(PastCovariatesTorchModel):
         levels: int = 1,
         patcher: str | os.PathLike | LearnedPatcher | dict = "learned",
         patcher_init: str | os.PathLike | LearnedPatcher | dict | None = None,
-        group_size: int = 8,
-        backbone_draws: int | None = 1,
-        rollout_fraction: float | None = None,
+        policy: str | None = None,
+        group_size: int = 4,
+        kl_coef: float = 0.1,
         patcher_lr: float | None = None,
-        entropy_coef: float = 1e-3,
-        scale_rewards: str = "group",
         d_model: int = 64,
         n_heads: int = 4,
         n_layers: int = 2,
         dropout: float = 0.1,
-        resample_points: int = 8,
+        resample_points: int | None = None,
         revin_affine: bool = False,
-        uniform_prior: float = 0.0,
         **kwargs,
     ) -> None:
         if kwargs.get("use_reversible_instance_norm"):
@@ -393,17 +368,22 @@ class ReinPatchModel(PastCovariatesTorchModel):
                 "trained for. Use a patcher pretrained with the same levels (the shipped one "
                 "has levels=1), or patcher='learned' without patcher_init."
             )
+        given_policy = learned_sizes.get("policy", "topk" if given is not None else None)
+        if policy is not None and given_policy is not None and policy != given_policy:
+            raise ValueError(
+                f"policy={policy!r} but the given patcher was trained with policy="
+                f"{given_policy!r}: a pretrained patcher keeps its policy. Leave policy=None, or "
+                "use patcher='learned' without patcher_init for a new patcher of that policy."
+            )
         self.network_params = dict(
             input_length=input_chunk_length,
             output_length=output_chunk_length,
             compression_rate=compression_rate,
             levels=levels,
             patcher=patcher_name,
+            policy=given_policy or policy or "offset",
             group_size=group_size,
-            backbone_draws=backbone_draws,
-            rollout_fraction=rollout_fraction,
-            entropy_coef=entropy_coef,
-            scale_rewards=scale_rewards,
+            kl_coef=kl_coef,
             d_model=d_model,
             n_heads=n_heads,
             n_layers=n_layers,
@@ -413,7 +393,8 @@ class ReinPatchModel(PastCovariatesTorchModel):
             patcher_hidden_size=learned_sizes.get("hidden_size", 32),
             patcher_layers=learned_sizes.get("n_layers", 4),
             patcher_kernel_size=learned_sizes.get("kernel_size", 3),
-            patcher_uniform_prior=learned_sizes.get("uniform_prior", uniform_prior),
+            patcher_options={key: learned_sizes[key] for key in POLICY_OPTIONS
+                             if key in learned_sizes} or None,
         )
         # Validate every argument now, not at the first fit.
         ReinPatchConfig(**self.network_params)

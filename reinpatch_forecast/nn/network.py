@@ -94,6 +94,9 @@ class ReinPatchConfig:
     patcher_hidden_size, patcher_layers, patcher_kernel_size
         Sizes of the learned patcher (see
         :class:`~reinpatch_forecast.nn.patchers.LearnedPatcher`).
+    patcher_options
+        Further settings of the learned patcher's policy (``offset_penalty``,
+        ``density_sigma``, ``density_knots``, ``min_length``); ``None``: its defaults.
     revin, revin_affine
         Instance normalisation of every series, and its optional affine map.
     levels
@@ -126,6 +129,7 @@ class ReinPatchConfig:
     patcher_hidden_size: int = 32
     patcher_layers: int = 4
     patcher_kernel_size: int = 3
+    patcher_options: dict[str, float] | None = None
     revin: bool = True
     revin_affine: bool = False
     levels: int = 1
@@ -327,6 +331,7 @@ class ReinPatchNetwork(nn.Module):
                         n_layers=config.patcher_layers,
                         kernel_size=config.patcher_kernel_size,
                         policy=config.policy,
+                        **(config.patcher_options or {}),
                     )
                     if config.patcher == "learned"
                     else {}

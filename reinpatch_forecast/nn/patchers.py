@@ -52,6 +52,9 @@ __all__ = [
 
 PATCHER_NAMES = ("learned", "uniform", "random", "volatility")
 
+#: Settings of a :class:`LearnedPatcher`'s policy, besides its name and sizes.
+POLICY_OPTIONS = ("offset_penalty", "density_sigma", "density_knots", "min_length")
+
 
 @dataclass
 class Patching:
