@@ -28,16 +28,33 @@ def ref_plackett_luce(logits, order):
     return total
 
 
-def small_learned(levels: int = 1, **kwargs) -> LearnedPatcher:
-    """A seeded learned patcher small enough for exhaustive checks."""
+#: Every patcher, the learned one under each policy (``"learned:<policy>"``; plain
+#: ``"learned"`` is the default policy).
+ALL_PATCHERS = ("learned", "learned:density", "learned:topk", "uniform", "random", "volatility")
+
+
+def small_learned(levels: int = 1, policy: str = "offset", scored: bool = False,
+                  **kwargs) -> LearnedPatcher:
+    """A seeded learned patcher small enough for exhaustive checks.
+
+    ``scored``: random (not zero) score heads, so the policy is away from its reference.
+    """
     torch.manual_seed(0)
-    return LearnedPatcher(hidden_size=8, n_layers=2, levels=levels, **kwargs)
+    patcher = LearnedPatcher(policy=policy, hidden_size=8, n_layers=2, levels=levels, **kwargs)
+    if scored:
+        for head in (patcher.output, getattr(patcher, "coarse_output", None)):
+            if head is not None:
+                torch.nn.init.normal_(head.weight, std=1.0)
+                torch.nn.init.normal_(head.bias, std=0.5)
+    return patcher
 
 
 def make(name: str, levels: int = 1):
-    """The patcher ``name`` (the learned one small and seeded) with ``levels`` levels."""
-    if name == "learned":
-        return small_learned(levels)
+    """The patcher ``name`` of :data:`ALL_PATCHERS` (learned ones small, seeded and scored)
+    with ``levels`` levels."""
+    if name.startswith("learned"):
+        policy = name.partition(":")[2] or "offset"
+        return small_learned(levels, policy=policy, scored=True)
     return make_patcher(name, levels=levels)
 
 

@@ -1,4 +1,4 @@
-"""Tests of :mod:`reinpatch_forecast.nn.grpg`: group-relative advantages and the policy loss."""
+"""Tests of :mod:`reinpatch_forecast.nn.grpg`: self-critical advantages and the policy loss."""
 
 from __future__ import annotations
 
@@ -9,126 +9,79 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reinpatch_forecast.nn.grpg import SCALE_REWARDS, group_advantages, policy_loss
+from reinpatch_forecast.nn.grpg import policy_loss, self_critical_advantages
 
-REWARDS = torch.tensor(
-    [
-        [1.0, 2.0, 3.0, 6.0],  # mean 3, centred -2 -1 0 3, population std sqrt(3.5)
-        [4.0, 4.0, 4.0, 4.0],  # tied
-        [-1.0, 1.0, -1.0, 1.0],  # mean 0, std 1
-    ]
-)
-CENTRED = [[-2.0, -1.0, 0.0, 3.0], [0.0, 0.0, 0.0, 0.0], [-1.0, 1.0, -1.0, 1.0]]
+SAMPLES = torch.tensor([[1.0, 2.0, 3.0], [4.0, 4.0, 4.0]])
+DECODE = torch.tensor([2.0, 4.0])
+DIFFERENCES = [[-1.0, 0.0, 1.0], [0.0, 0.0, 0.0]]
 
 
-def test_scale_none_only_centres():
-    """'none': reward minus the group mean, by hand."""
-    assert group_advantages(REWARDS, "none").tolist() == CENTRED
+def test_advantage_is_sample_minus_decode_over_the_batch_std():
+    """By hand: differences -1 0 1 / 0 0 0, population std of all six sqrt(2/6)."""
+    scale = math.sqrt(2 / 6)
+    expected = torch.tensor([[d / scale for d in row] for row in DIFFERENCES])
+    torch.testing.assert_close(self_critical_advantages(SAMPLES, DECODE, eps=0.0), expected)
 
 
-def test_scale_group_divides_by_each_groups_std():
-    """'group': centred / (population std of the group + eps), by hand."""
-    sd0 = math.sqrt((4 + 1 + 0 + 9) / 4)
-    expected = torch.tensor([[c / sd0 for c in CENTRED[0]], CENTRED[1], CENTRED[2]])
-    torch.testing.assert_close(group_advantages(REWARDS, "group", eps=0.0), expected)
-    eps = 0.5
-    expected_eps = torch.tensor(
-        [[c / (sd0 + eps) for c in CENTRED[0]], CENTRED[1], [c / (1 + eps) for c in CENTRED[2]]]
-    )
-    torch.testing.assert_close(group_advantages(REWARDS, "group", eps=eps), expected_eps)
-    # the default is "group" with a small eps
-    torch.testing.assert_close(group_advantages(REWARDS), expected, rtol=1e-5, atol=1e-5)
+def test_a_group_tied_with_its_decode_gets_zero_while_others_do_not():
+    advantages = self_critical_advantages(SAMPLES, DECODE)
+    assert torch.equal(advantages[1], torch.zeros(3))
+    assert bool((advantages[0] != 0).any())
 
 
-def test_scale_batch_divides_by_the_std_of_all_centred_rewards():
-    """'batch': centred / population std of all 12 centred rewards (tied rows included)."""
-    sd = math.sqrt(sum(c * c for row in CENTRED for c in row) / 12)  # sqrt(18 / 12)
-    assert sd == pytest.approx(math.sqrt(1.5))
-    expected = torch.tensor([[c / sd for c in row] for row in CENTRED])
-    torch.testing.assert_close(group_advantages(REWARDS, "batch", eps=0.0), expected)
+@pytest.mark.parametrize("value", [0.0, -3.7, 1e6 + 0.1])
+def test_every_sample_tied_gives_exactly_zero(value):
+    """No signal, no step: exactly zero (not rounding noise divided by eps)."""
+    rewards = torch.full((3, 5), value)
+    assert torch.equal(self_critical_advantages(rewards, rewards[:, 0]), torch.zeros(3, 5))
 
 
-@pytest.mark.parametrize("scale", SCALE_REWARDS)
-@pytest.mark.parametrize("value", [0.0, 0.1, -3.7, 1e6 + 0.1, 1e-20])
-def test_tied_group_gets_exactly_zero_advantages(scale, value):
-    """All rewards equal: exactly zero, even when the float mean does not equal the value."""
-    rewards = torch.cat([torch.full((1, 7), value), torch.tensor([[0.0, 1, 2, 3, 4, 5, 6]])])
-    advantages = group_advantages(rewards, scale)
-    assert torch.equal(advantages[0], torch.zeros(7))
-    assert bool((advantages[1] != 0).any())
-
-
-def test_unknown_scale_raises():
-    """An unknown scale is refused, naming the valid ones."""
-    with pytest.raises(ValueError, match="group.*batch.*none"):
-        group_advantages(REWARDS, "std")
-    with pytest.raises(ValueError, match="'std'"):
-        policy_loss(REWARDS, torch.zeros(3, 4), torch.zeros(3), scale="std")
+def test_noise_is_not_blown_up_per_group():
+    """A row whose samples differ from the decode by 1e-6 stays tiny next to a row with real
+    differences (a per-group std would give both unit-size advantages)."""
+    samples = torch.tensor([[1e-6, -1e-6], [1.0, -1.0]])
+    advantages = self_critical_advantages(samples, torch.zeros(2))
+    assert advantages[0].abs().max() < 1e-5 and advantages[1].abs().min() > 0.5
 
 
 def test_advantages_are_detached():
-    """Advantages carry no gradient back into the rewards."""
-    rewards = REWARDS.clone().requires_grad_(True)
-    for scale in SCALE_REWARDS:
-        assert not group_advantages(rewards, scale).requires_grad
+    samples = torch.randn(4, 3, requires_grad=True)
+    decode = torch.randn(4, requires_grad=True)
+    assert not self_critical_advantages(samples, decode).requires_grad
 
 
-@settings(max_examples=40, deadline=None, derandomize=True, database=None)
-@given(
-    st.integers(1, 5),
-    st.integers(2, 8),
-    st.floats(-1e3, 1e3),
-    st.floats(1e-2, 1e3),
-    st.integers(0, 2**31 - 1),
-)
-def test_group_advantages_are_standardised(rows, group, shift, scale, seed):
-    """'group': each group has mean 0 and std 1; shifting or scaling the rewards is a no-op."""
-    rewards = torch.randn(rows, group, generator=torch.Generator().manual_seed(seed),
-                          dtype=torch.float64)
-    base = group_advantages(rewards, "group", eps=0.0)
-    torch.testing.assert_close(base.mean(1), torch.zeros(rows, dtype=torch.float64))
-    torch.testing.assert_close(base.std(1, unbiased=False), torch.ones(rows, dtype=torch.float64))
-    moved = group_advantages(rewards * scale + shift, "group", eps=0.0)
-    torch.testing.assert_close(moved, base, rtol=1e-6, atol=1e-6)
+@settings(max_examples=30, deadline=None)
+@given(rows=st.integers(1, 6), group=st.integers(1, 6), seed=st.integers(0, 1000))
+def test_scaled_advantages_have_unit_batch_std(rows, group, seed):
+    if rows * group == 1:  # one advantage: no spread to scale by, and it is zero
+        assert torch.equal(self_critical_advantages(torch.ones(1, 1), torch.zeros(1)),
+                           torch.zeros(1, 1))
+        return
+    generator = torch.Generator().manual_seed(seed)
+    samples = torch.randn(rows, group, generator=generator)
+    advantages = self_critical_advantages(samples, torch.randn(rows, generator=generator))
+    assert advantages.std(unbiased=False).item() == pytest.approx(1.0, rel=1e-4)
 
 
-def test_policy_loss_value_and_diagnostics():
-    """loss = -mean(A * log p) - coef * mean(entropy); diagnostics as documented."""
-    rewards = torch.tensor([[1.0, 0.0], [2.0, 2.0]])
-    log_prob = torch.tensor([[-1.0, -3.0], [-0.5, -0.7]])
-    entropy = torch.tensor([2.0, 4.0])
-    out = policy_loss(rewards, log_prob, entropy, entropy_coef=0.1, scale="none")
-    # advantages: [[0.5, -0.5], [0, 0]]
-    expected = -((0.5 * -1.0) + (-0.5 * -3.0)) / 4 - 0.1 * 3.0
-    assert out.loss.item() == pytest.approx(expected)
-    assert out.mean_reward.item() == pytest.approx(1.25)
-    assert out.advantage_std.item() == pytest.approx(math.sqrt(0.5**2 * 2 / 4))
-    assert out.entropy.item() == pytest.approx(3.0)
-    tied = policy_loss(torch.ones(3, 4), torch.randn(3, 4), torch.zeros(3))
-    assert tied.loss.item() == 0.0 and tied.advantage_std.item() == 0.0
+def test_policy_loss_value_and_kl_term():
+    advantages = torch.tensor([[1.0, -1.0]])
+    log_prob = torch.tensor([[-0.5, -2.0]], requires_grad=True)
+    kl = torch.tensor([0.3, 0.1], requires_grad=True)
+    result = policy_loss(advantages, log_prob, kl, kl_coef=0.5)
+    expected = -(1.0 * -0.5 + -1.0 * -2.0) / 2 + 0.5 * 0.2
+    assert result.loss.item() == pytest.approx(expected)
+    assert result.kl.item() == pytest.approx(0.2) and not result.kl.requires_grad
+    result.loss.backward()
+    torch.testing.assert_close(log_prob.grad, torch.tensor([[-0.5, 0.5]]))
+    torch.testing.assert_close(kl.grad, torch.tensor([0.25, 0.25]))
 
 
-@pytest.mark.parametrize("scale", SCALE_REWARDS)
-def test_policy_loss_gradient_favours_the_better_draw(scale):
-    """Raising the log-prob of the better draw lowers the loss; of the worse one, raises it."""
-    rewards = torch.tensor([[-0.2, -1.5, -0.9]])  # draw 0 is best, draw 1 worst
-    log_prob = torch.tensor([[-2.0, -2.0, -2.0]], requires_grad=True)
-    entropy = torch.tensor([1.0], requires_grad=True)
-    out = policy_loss(rewards, log_prob, entropy, entropy_coef=0.01, scale=scale)
-    out.loss.backward()
-    grad = log_prob.grad[0]
-    assert grad[0] < 0 < grad[1]
-    assert entropy.grad.item() == pytest.approx(-0.01)  # the entropy bonus lowers the loss
-    # a finite step in the direction the gradient points
+def test_policy_gradient_raises_the_better_sample():
+    """A step on the loss makes the sample with the positive advantage more likely."""
+    logits = torch.zeros(1, 2, requires_grad=True)
+    log_p = torch.log_softmax(logits, dim=-1)  # two samples: choice 0 and choice 1
+    advantages = self_critical_advantages(torch.tensor([[1.0, -1.0]]), torch.zeros(1))
+    policy_loss(advantages, log_p, torch.zeros(1)).loss.backward()
     with torch.no_grad():
-        better = log_prob.clone()
-        better[0, 0] += 0.1
-        worse = log_prob.clone()
-        worse[0, 1] += 0.1
-    loss_better = policy_loss(rewards, better, entropy, 0.01, scale).loss
-    loss_worse = policy_loss(rewards, worse, entropy, 0.01, scale).loss
-    assert loss_better < out.loss < loss_worse
-    # rewards never receive a gradient
-    rewards_leaf = rewards.clone().requires_grad_(True)
-    policy_loss(rewards_leaf, log_prob, entropy, 0.0, scale).loss.backward()
-    assert rewards_leaf.grad is None
+        after = torch.softmax(logits - 0.1 * logits.grad, dim=-1)
+    assert after[0, 0] > 0.5

@@ -1,4 +1,5 @@
-"""Tests of :mod:`reinpatch_forecast.nn.patchers`: the Plackett–Luce policy and every patcher."""
+"""Tests of :mod:`reinpatch_forecast.nn.patchers`: every patcher, and the Plackett–Luce (top-k)
+policy's sampling (the offset and density policies: ``test_policies.py``)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from reinpatch_forecast.nn.patchers import (
 from reinpatch_forecast.nn.segments import patch_lengths, resample_patches
 
 from nn_support import (  # noqa: E402
+    ALL_PATCHERS,
     SETTINGS,
     check_sampled_frequencies,
     make,
@@ -51,7 +53,7 @@ def assert_valid(patching, rows, group, length, n_patches):
     assert patching.entropy.shape == (rows,)
     assert bool(torch.isfinite(patching.log_prob).all())
     assert bool(torch.isfinite(patching.entropy).all())
-    assert patching.group_size == group
+    assert patching.kl.shape == (rows,) and bool((patching.kl >= -1e-6).all())
 
 
 # -- Plackett–Luce -------------------------------------------------------------------------------
@@ -170,7 +172,7 @@ def test_gumbel_top_k_samples_the_plackett_luce_distribution(monkeypatch):
     the 6 orders of its set was drawn, so the 60 ordered outcomes and the 10 sets can each be
     compared with their exact probabilities.
     """
-    patcher = small_learned()
+    patcher = small_learned(policy="topk")
     candidate_logits = torch.tensor([0.4, -0.7, 1.1, 0.0, -1.3])
     with_fixed_logits(patcher, torch.cat([torch.tensor([5.0]), candidate_logits]), monkeypatch)
     orders = list(itertools.permutations(range(5), 3))
@@ -202,8 +204,9 @@ def test_gumbel_top_k_samples_the_plackett_luce_distribution(monkeypatch):
 
 
 def test_learned_decode_is_top_k_and_entropy_is_softmax_entropy(monkeypatch):
-    """decode picks the k largest candidate logits; entropy is that of softmax(candidates)."""
-    patcher = small_learned()
+    """decode picks the k largest candidate logits; entropy is that of softmax(candidates), and
+    the KL to the uniform reference is log M minus it."""
+    patcher = small_learned(policy="topk")
     logits = torch.tensor([9.0, 0.1, 2.0, -1.0, 3.0, 0.5, 2.5, -4.0])  # position 0 is ignored
     with_fixed_logits(patcher, logits, monkeypatch)
     out = patcher.decode(torch.zeros(2, 8), n_patches=4)
@@ -211,6 +214,7 @@ def test_learned_decode_is_top_k_and_entropy_is_softmax_entropy(monkeypatch):
     candidates = logits[1:]
     p = torch.softmax(candidates, 0)
     torch.testing.assert_close(out.entropy, (-(p * p.log()).sum()).expand(2))
+    torch.testing.assert_close(out.kl, math.log(7) - out.entropy)
     expected = ref_plackett_luce(candidates, [3, 5, 1])  # drawn in decreasing logit order
     assert out.log_prob[0, 0].item() == pytest.approx(expected, abs=1e-5)
 
@@ -220,7 +224,7 @@ def test_learned_decode_is_top_k_and_entropy_is_softmax_entropy(monkeypatch):
 
 @SETTINGS
 @given(
-    name=st.sampled_from(PATCHER_NAMES),
+    name=st.sampled_from(ALL_PATCHERS),
     length=st.integers(2, 80),
     data=st.data(),
 )
@@ -236,7 +240,7 @@ def test_every_patcher_gives_valid_patchings(name, length, data):
     assert_valid(patcher.decode(x, n_patches), rows, 1, length, n_patches)
 
 
-@pytest.mark.parametrize("name", PATCHER_NAMES)
+@pytest.mark.parametrize("name", ALL_PATCHERS)
 def test_budget_extremes(name):
     """N = 1 gives the single patch [0, L); N = L gives one patch per step."""
     patcher = make(name)
@@ -248,7 +252,7 @@ def test_budget_extremes(name):
     assert bool((every.starts == torch.arange(9)).all())
 
 
-@pytest.mark.parametrize("name", PATCHER_NAMES)
+@pytest.mark.parametrize("name", ALL_PATCHERS)
 def test_decode_is_deterministic(name):
     """decode gives the same starts on the same input, whatever the global RNG does in between."""
     patcher = make(name)
@@ -278,9 +282,10 @@ def test_random_patcher_decode_repeatable_and_sample_seeded():
     assert not torch.equal(s1[:, 0], s1[:, 1])
 
 
-def test_learned_sample_follows_the_global_seed_and_varies_within_a_group():
+@pytest.mark.parametrize("policy", ["offset", "density", "topk"])
+def test_learned_sample_follows_the_global_seed_and_varies_within_a_group(policy):
     """Same torch seed, same draws; the G draws of a row are not all the same."""
-    patcher = small_learned()
+    patcher = small_learned(policy=policy)
     x = torch.randn(4, 64)
     torch.manual_seed(9)
     a = patcher.sample(x, 8, 6)
@@ -292,12 +297,13 @@ def test_learned_sample_follows_the_global_seed_and_varies_within_a_group():
     assert len(distinct) > 1
 
 
-def test_learned_log_prob_and_entropy_reach_the_patcher_parameters():
-    """The sampled log_prob and the entropy are differentiable w.r.t. every patcher parameter."""
-    patcher = small_learned()
+@pytest.mark.parametrize("policy", ["offset", "density", "topk"])
+def test_learned_log_prob_and_kl_reach_the_patcher_parameters(policy):
+    """The sampled log_prob and the KL are differentiable w.r.t. every patcher parameter."""
+    patcher = small_learned(policy=policy, scored=True)
     patching = patcher.sample(torch.randn(3, 40), 6, 4)
     assert not patching.starts.requires_grad
-    (patching.log_prob.sum() + patching.entropy.sum()).backward()
+    (patching.log_prob.sum() + patching.kl.sum()).backward()
     for name, parameter in patcher.named_parameters():
         assert parameter.grad is not None, name
         assert bool(torch.isfinite(parameter.grad).all()), name
@@ -310,7 +316,7 @@ def test_rule_patchers_have_zero_log_prob_and_no_parameters(name):
     patcher = make_patcher(name)
     out = patcher.sample(torch.randn(3, 30), 5, 2)
     assert torch.equal(out.log_prob, torch.zeros(3, 2))
-    assert torch.equal(out.entropy, torch.zeros(3))
+    assert torch.equal(out.entropy, torch.zeros(3)) and torch.equal(out.kl, torch.zeros(3))
     assert not patcher.trainable and list(patcher.parameters()) == []
 
 
@@ -326,6 +332,8 @@ def test_freeze_and_make_patcher():
         make_patcher("entropy")
     with pytest.raises(ValueError, match="kernel_size"):
         LearnedPatcher(kernel_size=4)
+    with pytest.raises(ValueError, match="Unknown policy 'grid'.*'offset'.*'density'.*'topk'"):
+        LearnedPatcher(policy="grid")
 
 
 # -- uniform = PatchTST -------------------------------------------------------------------------
@@ -422,7 +430,7 @@ def test_volatility_picks_the_largest_jumps():
 # -- flat series ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", PATCHER_NAMES)
+@pytest.mark.parametrize("name", ALL_PATCHERS)
 @pytest.mark.parametrize("length, n_patches", [(2, 2), (10, 4), (64, 8)])
 def test_flat_series_gives_valid_deterministic_patching(name, length, n_patches):
     """A constant series: valid patchings from sample and decode, and a repeatable decode."""
@@ -442,9 +450,10 @@ def test_flat_series_gives_valid_deterministic_patching(name, length, n_patches)
 # -- the learned patcher does not depend on L ---------------------------------------------------
 
 
-def test_learned_patcher_is_independent_of_length():
+@pytest.mark.parametrize("policy", ["offset", "density", "topk"])
+def test_learned_patcher_is_independent_of_length(policy):
     """One LearnedPatcher serves L = 32 and L = 200; networks of both lengths share its weights."""
-    patcher = small_learned()
+    patcher = small_learned(policy=policy, scored=True)
     shapes = [tuple(p.shape) for p in patcher.parameters()]
     for length, n_patches in ((32, 4), (200, 25), (5, 2)):
         x = torch.randn(3, length)
@@ -462,22 +471,3 @@ def test_learned_patcher_is_independent_of_length():
     shared = ReinPatchNetwork(long.config, patcher=short.patcher)
     assert shared.boundaries(torch.randn(2, 200, 1)).shape == (2, 1, 25)
     assert short.boundaries(x).shape == (2, 1, 4)
-
-
-def test_uniform_prior_makes_an_untrained_policy_decode_to_uniform_patches():
-    """With the prior, a policy whose learned logits are flat decodes to the uniform grid."""
-    torch.manual_seed(0)
-    patcher = LearnedPatcher(hidden_size=8, n_layers=2, uniform_prior=5.0)
-    torch.nn.init.zeros_(patcher.output.weight)
-    torch.nn.init.zeros_(patcher.output.bias)
-    x = torch.randn(4, 96)
-    uniform = UniformPatcher().decode(x, 12).starts
-    assert torch.equal(patcher.decode(x, 12).starts, uniform)
-    # Samples stay near the grid but still explore: most, not all, starts are grid starts.
-    sampled = patcher.sample(x, 12, group_size=64).starts  # (4, 64, 12)
-    on_grid = torch.isin(sampled, uniform[0, 0]).float().mean().item()
-    assert 0.6 < on_grid < 1.0
-    # Without the prior the same flat policy puts its starts anywhere.
-    patcher.uniform_prior = 0.0
-    sampled = patcher.sample(x, 12, group_size=64).starts
-    assert torch.isin(sampled, uniform[0, 0]).float().mean().item() < 0.4
