@@ -64,46 +64,111 @@ def test_forward_rejects_bad_input_shape():
     with pytest.raises(ValueError, match=r"\(batch, 32, channels\)"):
         net(torch.randn(B, L + 1, C))
     with pytest.raises(ValueError, match=r"\(batch, 32, channels\)"):
-        net.rollout(torch.randn(B, L))
+        net.training_losses(torch.randn(B, L), torch.randn(B, H))
 
 
-def test_rollout_fields():
-    """rollout: prediction (B,G,H,C,Q), log_prob (B,G,C), entropy (B,C), starts (B,G,C,N)."""
-    net = network(nr_params=2, param_kinds=("location", "softplus_scale"))
-    x, _ = data()
-    rollout = net.rollout(x)
-    assert rollout.prediction.shape == (B, 4, H, C, 2)
-    assert rollout.log_prob.shape == (B, 4, C)
-    assert rollout.entropy.shape == (B, C)
-    assert rollout.starts.shape == (B, 4, C, 8)
-    assert rollout.log_prob.requires_grad and bool((rollout.log_prob <= 0).all())
-    assert net.rollout(x, group_size=6).prediction.shape == (B, 6, H, C, 2)
+class Recorder:
+    """Wraps ``patcher.explore`` and a sample loss to see what one training step did."""
+
+    def __init__(self, net: ReinPatchNetwork, monkeypatch, force_decode_first: bool = False):
+        self.net = net
+        explore = net.patcher.explore
+
+        def recording_explore(x, n_patches, group_size, **kwargs):
+            decoded, samples = explore(x, n_patches, group_size, **kwargs)
+            if force_decode_first:  # sample 0 of every row is the decode itself
+                samples.starts = samples.starts.clone()
+                samples.starts[:, 0] = decoded.starts[:, 0]
+            self.input, self.decoded, self.samples = x, decoded, samples
+            return decoded, samples
+
+        monkeypatch.setattr(net.patcher, "explore", recording_explore)
+
+    def sample_loss(self, prediction, target):
+        self.forecasts, self.targets = prediction, target
+        return (prediction[..., 0] - target) ** 2
 
 
-def test_rollout_rows_line_up_with_series_and_draws():
-    """Each (b, g, c) of a rollout is series x[b, :, c] patched by draw g (no mixed-up reshape)."""
-    net = network().eval()
-    x, _ = data(1)
-    torch.manual_seed(7)
-    rollout = net.rollout(x)
+def test_training_step_rows_line_up_with_series_and_patchings(monkeypatch):
+    """Each scored forecast (b, g, c) is series x[b, :, c] under that row's patching g (the
+    decode first, then the samples), and the backbone loss is the decode's forecast error."""
+    net = network(dropout=0.0)
+    recorder = Recorder(net, monkeypatch)
+    x, y = data(1)
+    losses = net.training_losses(x, y, sample_loss=recorder.sample_loss)
+    forecasts = recorder.forecasts.reshape(B, 5, H, C, 1)  # (B, 1+G, H, C, Q)
+    assert not recorder.forecasts.requires_grad  # rewards carry no gradient
+    torch.testing.assert_close(forecasts[:, 0], losses.prediction.detach())
+    torch.testing.assert_close(losses.prediction, net(x), rtol=1e-5, atol=1e-5)
     series = x.transpose(1, 2).reshape(B * C, L)  # row = b * C + c
     stats = net.revin.statistics(series)
     normalised = net.revin.normalise(series, stats)
-    torch.manual_seed(7)
-    patching = net.patcher.sample(normalised, 8, 4)  # (R, G, N): the same draws
+    torch.testing.assert_close(recorder.input, normalised)
+    starts = torch.cat([recorder.decoded.starts, recorder.samples.starts], dim=1)  # (R, 5, N)
     for b in range(B):
         for c in range(C):
             r = b * C + c
-            for g in range(4):
-                assert torch.equal(rollout.starts[b, g, c], patching.starts[r, g])
-                assert rollout.log_prob[b, g, c].item() == pytest.approx(
-                    patching.log_prob[r, g].item(), abs=1e-5
-                )
-                alone = net.backbone(normalised[r : r + 1], patching.starts[r : r + 1, g : g + 1])
+            for g in range(5):
+                alone = net.backbone(normalised[r : r + 1], starts[r : r + 1, g : g + 1])
                 expected = alone[0, :, 0] * stats.std[r] + stats.mean[r]  # (H,)
-                torch.testing.assert_close(
-                    rollout.prediction[b, g, :, c, 0], expected, rtol=1e-4, atol=1e-4
-                )
+                torch.testing.assert_close(forecasts[b, g, :, c, 0], expected,
+                                           rtol=1e-4, atol=1e-4)
+    expected_loss = ((losses.prediction[..., 0] - y) ** 2).mean()
+    torch.testing.assert_close(losses.backbone_loss, expected_loss)
+
+
+def test_samples_are_scored_under_the_decodes_dropout_masks(monkeypatch):
+    """In training mode with dropout, a sample equal to the decode gets the decode's forecast
+    (up to float rounding of a differently shaped batch): the reward difference is the
+    patching's, not the dropout mask's."""
+    net = network(dropout=0.5, d_model=32, n_heads=2).train()
+    recorder = Recorder(net, monkeypatch, force_decode_first=True)
+    x, y = data(2, batch=16)
+    net.training_losses(x, y, sample_loss=recorder.sample_loss)
+    forecasts = recorder.forecasts.reshape(16, 5, H, C, 1)
+    torch.testing.assert_close(forecasts[:, 0], forecasts[:, 1], rtol=1e-5, atol=1e-5)
+    assert not torch.equal(forecasts[:, 0], forecasts[:, 2])  # other patchings do differ
+    net.eval()  # the masks were real: without dropout the forecast changes
+    assert not torch.allclose(net(x), forecasts[:, 0], atol=1e-4)
+
+
+def test_samples_share_masks_on_the_chunked_cpu_path(monkeypatch):
+    """Same masks when the backbone splits the rows into chunks (large batches on the CPU)."""
+    net = network(dropout=0.5).train()
+    monkeypatch.setattr(type(net.backbone), "chunk_elements", 2**10)
+    assert net.backbone.chunk_rows(B * C, 4, L, with_local=False) < B * C
+    recorder = Recorder(net, monkeypatch, force_decode_first=True)
+    x, y = data(3)
+    net.training_losses(x, y, sample_loss=recorder.sample_loss)
+    forecasts = recorder.forecasts.reshape(B, 5, H, C, 1)
+    torch.testing.assert_close(forecasts[:, 0], forecasts[:, 1], rtol=1e-5, atol=1e-5)
+    net.eval()  # the masks were real
+    assert not torch.allclose(net(x), forecasts[:, 0], atol=1e-3)
+
+
+def test_backbone_and_sample_losses_are_the_given_functions():
+    """Custom losses: the backbone loss sees the decoded forecast (B, H, C, Q), the sample loss
+    every scored forecast (B*(1+G), H, C, Q); rewards are minus the sample loss."""
+    net = network(nr_params=2, param_kinds=("location", "softplus_scale"))
+    x, y = data()
+    seen = {}
+
+    def backbone_loss(prediction, target):
+        seen["backbone"] = (prediction.shape, target.shape, prediction.requires_grad)
+        return (prediction[..., 0] - target).abs().mean()
+
+    def sample_loss(prediction, target):
+        seen["sample"] = (prediction.shape, target.shape)
+        return (prediction[..., 0] - target).abs()
+
+    losses = net.training_losses(x, y, backbone_loss, sample_loss)
+    assert seen["backbone"] == ((B, H, C, 2), (B, H, C), True)
+    assert seen["sample"] == ((B * 5, H, C, 2), (B * 5, H, C))
+    expected = (losses.prediction[..., 0] - y).abs().mean()
+    torch.testing.assert_close(losses.backbone_loss, expected)
+    # the decode's reward is minus its loss per series, averaged over the batch
+    torch.testing.assert_close(losses.mean_reward, -expected.detach())
+    assert net.training_losses(x, y, group_size=6).prediction.shape == (B, H, C, 2)
 
 
 @pytest.mark.parametrize("patcher", ["learned", "uniform"])
@@ -115,31 +180,16 @@ def test_training_losses_fields(patcher):
     assert isinstance(losses, TrainingLosses)
     for field in dataclasses.fields(losses):
         value = getattr(losses, field.name)
+        if field.name == "prediction":
+            assert value.shape == (B, H, C, 1)
+            continue
         assert value.shape == (), field.name
         assert bool(torch.isfinite(value)), field.name
     torch.testing.assert_close(losses.loss, losses.backbone_loss + losses.policy_loss)
     assert losses.mean_patch_length.item() == pytest.approx(L / 8)
     assert losses.backbone_loss.item() > 0
     assert losses.mean_reward.item() < 0  # reward = -loss
-
-
-def test_training_losses_custom_elementwise_loss():
-    """A custom elementwise loss receives (B,G,H,C,Q) and (B,G,H,C) and defines the loss."""
-    net = network()
-    x, y = data()
-    seen = {}
-
-    def absolute(prediction, target):
-        seen["shapes"] = (prediction.shape, target.shape)
-        return (prediction[..., 0] - target).abs()
-
-    torch.manual_seed(3)
-    losses = net.training_losses(x, y, elementwise_loss=absolute)
-    assert seen["shapes"] == ((B, 4, H, C, 1), (B, 4, H, C))
-    torch.manual_seed(3)
-    rollout = net.rollout(x)
-    expected = (rollout.prediction[..., 0] - y.unsqueeze(1)).abs().mean()
-    torch.testing.assert_close(losses.backbone_loss, expected)
+    assert losses.grid_shift.item() == 0.0  # a new patcher decodes the uniform grid
 
 
 # -- gradient isolation --------------------------------------------------------------------------
@@ -148,7 +198,7 @@ def test_training_losses_custom_elementwise_loss():
 @pytest.mark.parametrize("revin_affine", [False, True])
 def test_gradient_isolation(revin_affine):
     """backbone_loss trains only the backbone, policy_loss only the patcher, loss both."""
-    net = network(revin_affine=revin_affine, entropy_coef=0.01)
+    net = network(revin_affine=revin_affine)
     patcher_params = net.patcher_parameters()
     backbone_params = net.backbone_parameters()
     assert patcher_params and backbone_params
@@ -160,7 +210,7 @@ def test_gradient_isolation(revin_affine):
     x, y = data(2)
     torch.manual_seed(0)
     losses = net.training_losses(x, y)
-    assert losses.advantage_std.item() > 0  # the draws of a group differ, so GRPG has a signal
+    assert losses.advantage.item() != 0  # the samples differ from the decode: a signal
 
     losses.backbone_loss.backward(retain_graph=True)
     assert grad_norm(patcher_params) == 0.0
@@ -188,7 +238,6 @@ def test_rule_patchers_force_group_one_and_zero_policy_loss(patcher):
     net = network(patcher=patcher, group_size=4)
     assert not net.trains_patcher and net.patcher_parameters() == []
     x, y = data()
-    assert net.rollout(x, group_size=5).prediction.shape[1] == 1
     losses = net.training_losses(x, y, group_size=5)
     assert losses.policy_loss.item() == 0.0
     torch.testing.assert_close(losses.loss, losses.backbone_loss)
@@ -203,19 +252,21 @@ def test_frozen_learned_patcher_is_not_trained():
     assert not net.trains_patcher and net.patcher_parameters() == []
     x, y = data()
     losses = net.training_losses(x, y)
-    assert net.rollout(x).prediction.shape[1] == 1
     assert losses.policy_loss.item() == 0.0
     losses.loss.backward()
     assert all(p.grad is None for p in net.patcher.parameters())
 
 
 def test_frozen_learned_patcher_trains_the_backbone_on_its_decoded_boundaries():
-    """Zero-shot: training sees the same deterministic boundaries as prediction."""
-    net = network()
-    net.patcher.freeze()
-    x, _ = data()
-    rollout_starts = net.rollout(x).starts[:, 0]  # (B, C, N)
-    torch.testing.assert_close(rollout_starts, net.boundaries(x), rtol=0, atol=0)
+    """Zero-shot: training forecasts with the same deterministic boundaries as prediction."""
+    from nn_support import small_learned
+
+    net = network(dropout=0.0)
+    net.patcher = small_learned(scored=True).freeze()  # decodes off the grid
+    x, y = data()
+    assert not torch.equal(net.boundaries(x), net.boundaries(x)[:1, :1].expand(B, C, -1))
+    losses = net.training_losses(x, y)
+    torch.testing.assert_close(losses.prediction, net(x), rtol=0, atol=0)
 
 
 # -- configuration errors ------------------------------------------------------------------------
@@ -224,17 +275,18 @@ def test_frozen_learned_patcher_trains_the_backbone_on_its_decoded_boundaries():
 @pytest.mark.parametrize(
     "overrides, match",
     [
-        (dict(group_size=1), "group_size=1 with the learned patcher"),
         (dict(group_size=0), "group_size must be a positive integer"),
+        (dict(group_size=2.5), "group_size must be a positive integer"),
+        (dict(policy="grid"), "Unknown policy 'grid'"),
+        (dict(kl_coef=-0.1), "kl_coef must be a finite number >= 0"),
+        (dict(kl_coef=float("inf")), "kl_coef must be a finite number >= 0"),
         (dict(compression_rate=0.5), "compression_rate must be >= 1"),
         (dict(compression_rate=33), "larger than the lookback"),
         (dict(compression_rate=float("nan")), "finite number"),
         (dict(patcher="entropy"), "Unknown patcher 'entropy'"),
-        (dict(scale_rewards="rank"), "scale_rewards must be one of"),
         (dict(d_model=18, n_heads=4), "d_model=18 must be divisible by n_heads=4"),
         (dict(nr_params=2, param_kinds=("location",)), "param_kinds"),
         (dict(param_kinds=("scale",)), "param_kinds"),
-        (dict(entropy_coef=-1.0), "entropy_coef"),
         (dict(input_length=1, compression_rate=1), "input_length must be >= 2"),
     ],
 )
@@ -245,9 +297,12 @@ def test_config_errors(overrides, match):
 
 
 def test_config_accepts_group_one_for_rule_patchers_and_budget():
-    """group_size=1 is fine for a rule; n_patches = ceil(L / R); to_dict round-trips."""
-    cfg = config(patcher="uniform", group_size=1, compression_rate=5)
+    """group_size=1 is fine; n_patches = ceil(L / R); resample_points defaults to ceil(R);
+    to_dict round-trips."""
+    cfg = config(patcher="uniform", group_size=1, compression_rate=5, resample_points=None)
     assert cfg.n_patches == 7 and cfg.backbone.n_patches == 7
+    assert cfg.resample_points == 5 and cfg.backbone.resample_points == 5
+    assert config(group_size=1).group_size == 1
     assert ReinPatchConfig(**cfg.to_dict()) == cfg
 
 
@@ -344,57 +399,13 @@ def test_same_seed_same_training_losses(patcher):
     assert not torch.equal(first.backbone_loss, other.backbone_loss)
 
 
-# -- backbone_draws: draws that only score rewards ------------------------------------------
-
-
-def test_scored_draws_match_a_full_forward_and_carry_no_backbone_gradient():
-    """Draws beyond backbone_draws are the same forecasts, computed without gradients."""
-    net = network(dropout=0.0, group_size=4, backbone_draws=1)
-    x, y = data()
-    torch.manual_seed(5)
-    rollout = net.rollout(x)
-    assert rollout.n_trained == 1 and rollout.prediction.shape[1] == 4
-    assert rollout.prediction.requires_grad
-    # Recompute every draw's forecast with a full, gradient-carrying pass: same values.
-    patcher_input, backbone_input, stats = net._normalise(x)
-    starts = rollout.starts.transpose(1, 2).reshape(B * C, 4, -1)  # (R, G, N)
-    full = net._forecast(backbone_input, starts, stats, B, C)
-    torch.testing.assert_close(rollout.prediction, full, rtol=1e-5, atol=1e-5)
-    # Only draw 0 reaches the backbone.
-    rollout.prediction[:, 1:].sum().backward(retain_graph=True)
-    assert grad_norm(net.backbone_parameters()) == 0.0
-    rollout.prediction[:, :1].sum().backward()
-    assert grad_norm(net.backbone_parameters()) > 0.0
-
-
-def test_backbone_draws_loss_uses_the_trained_draws_and_rewards_use_all():
-    net = network(dropout=0.0, group_size=4, backbone_draws=2)
-    x, y = data()
-    torch.manual_seed(1)
-    losses = net.training_losses(x, y)
-    torch.manual_seed(1)
-    rollout = net.rollout(x)
-    per_sample = ((rollout.prediction[..., 0] - y.unsqueeze(1)) ** 2).mean(dim=2)  # (B, G, C)
-    assert losses.backbone_loss.item() == pytest.approx(per_sample[:, :2].mean().item(), rel=1e-5)
-    assert losses.mean_reward.item() == pytest.approx(-per_sample.mean().item(), rel=1e-5)
-    losses.loss.backward()
-    assert grad_norm(net.patcher_parameters()) > 0
-    assert grad_norm(net.backbone_parameters()) > 0
-
-
-@pytest.mark.parametrize("draws", [0, 9])
-def test_backbone_draws_out_of_range(draws):
-    with pytest.raises(ValueError, match="backbone_draws must be between 1 and group_size=8"):
-        config(group_size=8, backbone_draws=draws)
-
-
 def test_monotone_params_never_cross():
     """With monotone_params the Q outputs of every step come out in increasing order."""
     net = network(nr_params=5, monotone_params=True)
     x, _ = data()
     out = net(x)  # (B, H, C, Q)
     assert (out.diff(dim=-1) >= 0).all()
-    rollout = net.rollout(x)
-    assert (rollout.prediction.diff(dim=-1) >= 0).all()
+    losses = net.training_losses(x, torch.randn(B, H, C))
+    assert (losses.prediction.diff(dim=-1) >= 0).all()
     unsorted = network(nr_params=5)(x)
     assert (unsorted.diff(dim=-1) < 0).any()  # an untrained head does cross: sorting matters
