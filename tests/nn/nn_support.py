@@ -42,10 +42,13 @@ def small_learned(levels: int = 1, policy: str = "offset", scored: bool = False,
     torch.manual_seed(0)
     patcher = LearnedPatcher(policy=policy, hidden_size=8, n_layers=2, levels=levels, **kwargs)
     if scored:
+        # Own generator: the fine head gets the same weights at one and two levels.
+        generator = torch.Generator().manual_seed(1)
         for head in (patcher.output, getattr(patcher, "coarse_output", None)):
             if head is not None:
-                torch.nn.init.normal_(head.weight, std=1.0)
-                torch.nn.init.normal_(head.bias, std=0.5)
+                with torch.no_grad():
+                    head.weight.copy_(torch.randn(head.weight.shape, generator=generator))
+                    head.bias.copy_(0.5 * torch.randn(head.bias.shape, generator=generator))
     return patcher
 
 

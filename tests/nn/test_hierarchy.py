@@ -346,7 +346,7 @@ def test_two_level_gumbel_top_k_samples_the_exact_distribution(monkeypatch):
     The log_prob of a sample identifies which order of its fine set was drawn, so both the
     ordered and the unordered outcomes are compared with their exact probabilities (chi-square).
     """
-    patcher = small_learned()
+    patcher = small_learned(policy="topk")
     with_fixed_level_logits(patcher, FINE_6, COARSE_6, monkeypatch)
     outcomes = list(all_two_level_outcomes(5, 2, 1))
     exact = {o: math.exp(ref_two_level(FINE_6, COARSE_6, *o)) for o in outcomes}
@@ -380,7 +380,7 @@ def test_two_level_decode_is_greedy_at_both_levels_and_entropy_sums_levels(monke
 
     entropy = H(softmax of fine candidates) + H(softmax of coarse logits over the fine starts).
     """
-    patcher = small_learned()
+    patcher = small_learned(policy="topk")
     fine = torch.tensor([9.0, 0.1, 2.0, -1.0, 3.0, 0.5, 2.5, -4.0])
     coarse = torch.tensor([0.0, 5.0, -1.0, 7.0, 0.3, 6.0, 0.2, 9.0])
     with_fixed_level_logits(patcher, fine, coarse, monkeypatch)
@@ -399,23 +399,10 @@ def test_two_level_decode_is_greedy_at_both_levels_and_entropy_sums_levels(monke
     torch.testing.assert_close(out.entropy, expected_entropy.expand(2))
 
 
-def test_uniform_prior_decodes_to_uniform_at_both_levels():
-    """With flat learned logits and the prior, decode gives UniformPatcher(levels=2)'s patching."""
-    torch.manual_seed(0)
-    patcher = LearnedPatcher(hidden_size=8, n_layers=2, uniform_prior=5.0, levels=2)
-    for head in (patcher.output, patcher.coarse_output):
-        torch.nn.init.zeros_(head.weight)
-        torch.nn.init.zeros_(head.bias)
-    x = torch.randn(4, 96)
-    got = patcher.decode(x, 24, n_coarse_patches=6)
-    uniform = UniformPatcher(levels=2).decode(x, 24, n_coarse_patches=6)
-    assert torch.equal(got.starts, uniform.starts)
-    assert torch.equal(got.coarse_starts, uniform.coarse_starts)
-
-
-def test_two_level_sample_follows_the_seed_and_explores_both_levels():
+@pytest.mark.parametrize("policy", ["offset", "density", "topk"])
+def test_two_level_sample_follows_the_seed_and_explores_both_levels(policy):
     """Same seed, same draws; within a group both the fine and the coarse starts vary."""
-    patcher = small_learned()
+    patcher = small_learned(policy=policy)
     x = torch.randn(3, 64)
     torch.manual_seed(9)
     a = patcher.sample(x, 16, 8, n_coarse_patches=4)
@@ -430,22 +417,24 @@ def test_two_level_sample_follows_the_seed_and_explores_both_levels():
 # -- gradients -------------------------------------------------------------------------------------
 
 
-def test_policy_loss_reaches_both_logit_heads():
-    """The GRPG loss of a two-level draw (no entropy bonus) has gradients in both heads."""
-    patcher = small_learned()
+@pytest.mark.parametrize("policy", ["offset", "density", "topk"])
+def test_policy_loss_reaches_both_logit_heads(policy):
+    """The GRPG loss of a two-level draw (no KL term) has gradients in both heads."""
+    patcher = small_learned(policy=policy, scored=True)
     torch.manual_seed(2)
     patching = patcher.sample(torch.randn(4, 48), 8, 6, n_coarse_patches=3)
     assert not patching.starts.requires_grad and not patching.coarse_starts.requires_grad
-    rewards = torch.randn(4, 6)
-    result = policy_loss(rewards, patching.log_prob, patching.entropy, entropy_coef=0.0)
+    advantages = torch.randn(4, 6)
+    result = policy_loss(advantages, patching.log_prob, patching.kl, kl_coef=0.0)
     result.loss.backward()
     for head in (patcher.output, patcher.coarse_output, patcher.input_proj):
         assert head.weight.grad is not None and head.weight.grad.abs().sum() > 0
 
 
-def test_coarse_head_gets_no_gradient_from_a_single_coarse_patch():
+@pytest.mark.parametrize("policy", ["offset", "density", "topk"])
+def test_coarse_head_gets_no_gradient_from_a_single_coarse_patch(policy):
     """With N2 = 1 level 2 chooses nothing: the coarse head's log-prob term is constant."""
-    patcher = small_learned()
+    patcher = small_learned(policy=policy, scored=True)
     patching = patcher.sample(torch.randn(2, 30), 6, 4, n_coarse_patches=1)
     patching.log_prob.sum().backward()
     grad = patcher.coarse_output.weight.grad
@@ -471,15 +460,15 @@ def test_level_one_learned_patcher_state_dict_is_unchanged():
 
 
 def test_level_one_backbone_and_network_are_unchanged():
-    """No coarse module at levels=1; n_coarse_patches and Rollout.coarse_starts are None."""
+    """No coarse module at levels=1; n_coarse_patches is None; coarse_boundaries refuses."""
     config = ReinPatchConfig(input_length=32, output_length=4, compression_rate=4, d_model=8,
                              n_heads=2, n_layers=1, group_size=2)
     assert config.n_coarse_patches is None and config.backbone.n_coarse_patches is None
     net = ReinPatchNetwork(config)
     assert not any("coarse" in key for key in net.state_dict())
     assert net.backbone.head.in_features == 8 * 8
-    rollout = net.rollout(torch.randn(2, 32, 1))
-    assert rollout.coarse_starts is None
+    losses = net.training_losses(torch.randn(2, 32, 1), torch.randn(2, 4, 1))
+    assert bool(torch.isfinite(losses.loss))
     with pytest.raises(ValueError, match=r"levels=2"):
         net.coarse_boundaries(torch.randn(2, 32, 1))
 
@@ -575,62 +564,69 @@ def test_network_shapes_at_two_levels(patcher):
     assert fine.shape == (3, 2, 12) and coarse.shape == (3, 2, 4)
     assert bool((coarse.unsqueeze(-1) == fine.unsqueeze(-2)).any(-1).all())
     assert bool((coarse[..., 0] == 0).all()) and bool((coarse.diff(dim=-1) > 0).all())
-    group = 4 if patcher == "learned" else 1
-    rollout = net.rollout(x)
-    assert rollout.prediction.shape == (3, group, 5, 2, 2)
-    assert rollout.starts.shape == (3, group, 2, 12)
-    assert rollout.coarse_starts.shape == (3, group, 2, 4)
-    assert rollout.log_prob.shape == (3, group, 2) and rollout.entropy.shape == (3, 2)
-    nested = (rollout.coarse_starts.unsqueeze(-1) == rollout.starts.unsqueeze(-2)).any(-1)
-    assert bool(nested.all())
+    losses = net.training_losses(x, torch.randn(3, 5, 2))
+    assert losses.prediction.shape == (3, 5, 2, 2) and bool(torch.isfinite(losses.loss))
 
 
-def test_rollout_rows_line_up_at_two_levels():
-    """Each (b, g, c) of a two-level rollout is x[b, :, c] under draw g at both levels."""
+def test_training_step_rows_line_up_at_two_levels(monkeypatch):
+    """Each scored forecast (b, g, c) is x[b, :, c] under that row's patching g at both levels
+    (the decode first, then the samples)."""
     torch.manual_seed(0)
-    net = ReinPatchNetwork(hier_config(backbone_draws=2)).eval()
+    net = ReinPatchNetwork(hier_config(dropout=0.0))
+    seen = {}
+    explore = net.patcher.explore
+
+    def recording_explore(x, n_patches, group_size, **kwargs):
+        seen["draws"] = explore(x, n_patches, group_size, **kwargs)
+        return seen["draws"]
+
+    def sample_loss(prediction, target):
+        seen["forecasts"] = prediction
+        return (prediction[..., 0] - target) ** 2
+
+    monkeypatch.setattr(net.patcher, "explore", recording_explore)
     x = torch.randn(2, 48, 2).cumsum(1)
-    torch.manual_seed(7)
-    rollout = net.rollout(x)
+    net.training_losses(x, torch.randn(2, 5, 2), sample_loss=sample_loss)
+    decoded, samples = seen["draws"]
+    starts = torch.cat([decoded.starts, samples.starts], dim=1)  # (R, 5, N1)
+    coarse = torch.cat([decoded.coarse_starts, samples.coarse_starts], dim=1)  # (R, 5, N2)
+    forecasts = seen["forecasts"].reshape(2, 5, 5, 2, 1)  # (B, 1+G, H, C, Q)
     series = x.transpose(1, 2).reshape(4, 48)
     stats_ = net.revin.statistics(series)
     normalised = net.revin.normalise(series, stats_)
-    torch.manual_seed(7)
-    patching = net.patcher.sample(normalised, 12, 4, n_coarse_patches=4)
     for b in range(2):
         for c in range(2):
             r = b * 2 + c
-            for g in range(4):
-                assert torch.equal(rollout.starts[b, g, c], patching.starts[r, g])
-                assert torch.equal(rollout.coarse_starts[b, g, c], patching.coarse_starts[r, g])
-                alone = net.backbone(normalised[r:r + 1], patching.starts[r:r + 1, g:g + 1],
-                                     coarse_starts=patching.coarse_starts[r:r + 1, g:g + 1])
+            for g in range(5):
+                alone = net.backbone(normalised[r:r + 1], starts[r:r + 1, g:g + 1],
+                                     coarse_starts=coarse[r:r + 1, g:g + 1])
                 expected = alone[0, :, 0] * stats_.std[r] + stats_.mean[r]
-                torch.testing.assert_close(rollout.prediction[b, g, :, c, 0], expected,
+                torch.testing.assert_close(forecasts[b, g, :, c, 0], expected,
                                            rtol=1e-4, atol=1e-4)
 
 
-def test_coarse_boundaries_agree_with_forward_and_frozen_rollout():
-    """A frozen policy's rollout uses the same two-level decode as coarse_boundaries."""
+def test_coarse_boundaries_agree_with_forward_and_frozen_training():
+    """A frozen policy trains on the same two-level decode as coarse_boundaries and forward."""
     torch.manual_seed(0)
-    net = ReinPatchNetwork(hier_config())
+    net = ReinPatchNetwork(hier_config(dropout=0.0))
     net.patcher.freeze()
     x = torch.randn(3, 48, 2)
-    rollout = net.rollout(x)
-    assert rollout.coarse_starts.shape == (3, 1, 2, 4)
-    assert torch.equal(rollout.coarse_starts[:, 0], net.coarse_boundaries(x))
-    assert torch.equal(rollout.starts[:, 0], net.boundaries(x))
+    losses = net.training_losses(x, torch.randn(3, 5, 2))
+    torch.testing.assert_close(losses.prediction, net(x), rtol=0, atol=0)
+    coarse = net.coarse_boundaries(x)
+    assert coarse.shape == (3, 2, 4)
+    assert bool((coarse.unsqueeze(-1) == net.boundaries(x).unsqueeze(-2)).any(-1).all())
 
 
-@pytest.mark.parametrize("backbone_draws", [None, 2])
-def test_training_losses_at_two_levels_train_every_part(backbone_draws):
+@pytest.mark.parametrize("policy", ["offset", "density", "topk"])
+def test_training_losses_at_two_levels_train_every_part(policy):
     """One backward reaches both patcher heads and the fine and coarse backbone layers."""
     torch.manual_seed(0)
-    net = ReinPatchNetwork(hier_config(backbone_draws=backbone_draws))
+    net = ReinPatchNetwork(hier_config(policy=policy))
     x = torch.randn(3, 48, 2).cumsum(1)
     y = torch.randn(3, 5, 2)
     losses = net.training_losses(x, y)
-    for value in (losses.loss, losses.backbone_loss, losses.policy_loss, losses.entropy):
+    for value in (losses.loss, losses.backbone_loss, losses.policy_loss, losses.kl):
         assert value.shape == () and bool(torch.isfinite(value))
     assert losses.mean_patch_length.item() == pytest.approx(48 / 12)
     losses.loss.backward()
