@@ -4,24 +4,29 @@ One command trains and evaluates every model under the standard LTSF protocol
 (``reinpatch_forecast.datasets``: train-only scaler, stride-1 windows, MSE/MAE over *all* test
 windows), with early stopping on validation MSE. Every finished run is appended to a cache
 (``benchmarks/results/ltsf_runs.jsonl``), so a stopped run resumes and the table fills over
-several sessions; the report is rebuilt from the cache at the end of every run.
+several sessions; the report is rebuilt from the cache at the end of every run. Runs of several
+seeds (``--seeds``) are reported as mean ± std.
+
+Learned rows name their policy: ``learned`` is the default (offset) policy, ``learned
+[density]`` the density policy, ``learned [topk] (v1 ablation)`` the first policy run with the
+v2 training step. Runs of the first version (a commit before ``bc2ea1b``) stay in the cache and
+are reported as ``learned v1 (topk)``.
 
 Examples
 --------
 python benchmarks/ltsf.py --profile quick                      # ETTh1, H=96
 python benchmarks/ltsf.py --datasets ETTh1 ETTh2 --horizons 96 192 336 720
+python benchmarks/ltsf.py --datasets ETTh1 --horizons 96 --models learned uniform \\
+    --policy offset density topk --seeds 0 1 2
 python benchmarks/ltsf.py --report-only                        # rebuild the tables
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
-import datetime as dt
 import hashlib
 import json
 import os
-import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -30,12 +35,15 @@ from typing import Any, Callable
 
 import numpy as np
 
-from reinpatch_forecast.foundation import PRETRAINED_SHA256
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "benchmarks" / "results"
+from _common import (DEFAULT_DATA, POLICY_V2_COMMIT, RESULTS, append_jsonl,  # noqa: E402
+                     commit_predates, decoded_patch_statistics, format_mean_std, git_commit,
+                     load_jsonl, mean_std, set_threads, utc_now, write_csv, write_markdown)
+
+from reinpatch_forecast.foundation import PRETRAINED_SHA256  # noqa: E402
+
 CACHE = RESULTS / "ltsf_runs.jsonl"
-DEFAULT_DATA = REPO.parent / "shared" / "data"
 
 PROFILES = {
     "quick": dict(datasets=["ETTh1"], horizons=[96]),
@@ -48,12 +56,25 @@ PEER_LRS = (1e-3, 1e-4)
 PEERS = ("dlinear", "nlinear", "tsmixer")
 #: Compression rates (R1, R2) of the two-level rows.
 LEVEL2_RATES = (8, 2)
+POLICIES = ("offset", "density", "topk")
+DEFAULT_POLICY = "offset"
+DEFAULT_GROUP = 4  # ReinPatchModel's group_size
+V1_GROUP = 8  # the first version's default group size
+#: Model families whose patcher is a learned policy (relabelled "v1" before POLICY_V2_COMMIT).
+LEARNED_FAMILIES = ("learned", "learned_init", "learned_l2", "foundation")
 DISPLAY_NAMES = {
     "foundation": "foundation (zero-shot)",
     "learned_init": "learned (init from foundation)",
     "learned_l2": f"learned L2 (R={LEVEL2_RATES[0]},{LEVEL2_RATES[1]})",
     "uniform_l2": f"uniform L2 (R={LEVEL2_RATES[0]},{LEVEL2_RATES[1]})",
 }
+V1_NAMES = {
+    "learned": "learned v1 (topk)",
+    "foundation": "foundation v1 (topk, zero-shot)",
+    "learned_init": "learned v1 (topk, init from foundation)",
+    "learned_l2": f"learned v1 (topk) L2 (R={LEVEL2_RATES[0]},{LEVEL2_RATES[1]})",
+}
+POLICY_SUFFIX = {"offset": "", "density": " [density]", "topk": " [topk] (v1 ablation)"}
 
 # Published numbers (other code), MSE for H = 96, 192, 336, 720; see shared/design.md §4.
 PUBLISHED = {
@@ -72,15 +93,15 @@ PUBLISHED = {
 
 @dataclass
 class RunSpec:
-    """One model configuration on one dataset and horizon."""
+    """One model configuration on one dataset and horizon, trained with ``settings``."""
 
     dataset: str
     horizon: int
-    model: str  # family: learned, learned_init, foundation, uniform, random, volatility,
-    # dlinear, nlinear, tsmixer, repeat
+    model: str  # family: learned, learned_init, learned_l2, foundation, uniform, uniform_l2,
+    # random, volatility, dlinear, nlinear, tsmixer, repeat
     params: dict[str, Any] = field(default_factory=dict)
     lookback: int = 96
-    settings: dict[str, Any] = field(default_factory=dict)  # training settings shared by all
+    settings: dict[str, Any] = field(default_factory=dict)  # training settings (incl. seed)
 
     @property
     def key(self) -> str:
@@ -92,35 +113,54 @@ class RunSpec:
     @property
     def label(self) -> str:
         extra = ",".join(f"{k}={v}" for k, v in sorted(self.params.items()))
-        return f"{self.model}[{extra}]" if extra else self.model
-
-
-def git_commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, text=True,
-                              capture_output=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+        name = f"{self.model}[{extra}]" if extra else self.model
+        seed = self.settings.get("seed", 0)
+        return f"{name} seed={seed}" if seed else name
 
 
 def load_cache(path: Path = CACHE) -> dict[str, dict]:
-    if not path.exists():
-        return {}
-    runs = {}
-    for line in path.read_text().splitlines():
-        if line.strip():
-            record = json.loads(line)
-            runs[record["key"]] = record
-    return runs
+    """The cached runs by key (a later line of the same key wins)."""
+    return {record["key"]: record for record in load_jsonl(path)}
 
 
 def append_cache(record: dict, path: Path = CACHE) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as handle:
-        handle.write(json.dumps(record) + "\n")
+    append_jsonl(record, path)
 
 
 # -- training and evaluation -------------------------------------------------------------------
+
+#: Training settings every trained run records (they enter its cache key).
+SETTINGS = ("epochs", "batch_size", "lr", "patience", "d_model", "n_layers", "dropout", "seed",
+            "max_train_windows")
+
+
+def add_training_arguments(parser: argparse.ArgumentParser) -> None:
+    """The training budget shared by ltsf.py and the scripts that reuse its fitting code."""
+    parser.add_argument("--data-dir", default=str(DEFAULT_DATA))
+    parser.add_argument("--epochs", type=int, default=4)
+    parser.add_argument("--patience", type=int, default=2)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--d-model", type=int, default=64)
+    parser.add_argument("--n-layers", type=int, default=2)
+    parser.add_argument("--dropout", type=float, default=0.1)
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0],
+                        help="seeds of every trained run (several: mean ± std in the report)")
+    parser.add_argument("--max-train-windows", type=int, default=2048,
+                        help="train on only the most recent training windows (0: all); the "
+                             "default keeps the full table within a 2-core CPU budget")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch CPU threads (1 lets two benchmark processes share 2 cores)")
+    parser.add_argument("--progress", action="store_true")
+
+
+def training_settings(args: argparse.Namespace, seed: int) -> dict[str, Any]:
+    """The settings of a run of ``seed`` (``--max-train-windows 0`` recorded as ``None``)."""
+    values = {name: getattr(args, name) for name in SETTINGS if name != "seed"}
+    values["seed"] = seed
+    if values["max_train_windows"] == 0:
+        values["max_train_windows"] = None
+    return {name: values[name] for name in SETTINGS}
 
 
 def _darts_predict_fn(model) -> Callable[[np.ndarray], np.ndarray]:
@@ -140,117 +180,143 @@ def _darts_predict_fn(model) -> Callable[[np.ndarray], np.ndarray]:
     return predict
 
 
-def _build_model(spec: RunSpec, args, work_dir: Path):
+def reinpatch_arguments(spec: RunSpec) -> dict[str, Any]:
+    """``ReinPatchModel`` arguments of a ReinPatch run (patcher, levels, policy, sizes)."""
+    params, settings = spec.params, spec.settings
+    sizes = dict(d_model=settings["d_model"], n_heads=4, n_layers=settings["n_layers"],
+                 dropout=settings["dropout"])
+    rate = params.get("R", 8)
+    if spec.model in ("uniform", "random", "volatility"):
+        return dict(patcher=spec.model, compression_rate=rate, **sizes)
+    if spec.model == "uniform_l2":  # two levels: fine R1, coarse R2 per fine
+        return dict(patcher="uniform", levels=2, compression_rate=tuple(rate), **sizes)
+    if spec.model == "foundation":  # the shipped patcher, frozen (zero-shot)
+        return dict(patcher="pretrained", compression_rate=rate, **sizes)
+    learned = dict(compression_rate=tuple(rate) if isinstance(rate, list) else rate,
+                   group_size=params.get("G", DEFAULT_GROUP), kl_coef=params.get("kl", 0.1),
+                   patcher_lr=params.get("patcher_lr"), **sizes)
+    if spec.model == "learned_init":  # GRPG end to end from the shipped patcher (its policy)
+        return dict(patcher="learned", patcher_init="pretrained", **learned)
+    if spec.model in ("learned", "learned_l2"):
+        return dict(patcher="learned", levels=2 if spec.model == "learned_l2" else 1,
+                    policy=params.get("policy", DEFAULT_POLICY), **learned)
+    raise ValueError(f"not a ReinPatch model family: {spec.model!r}")
+
+
+def _build_model(spec: RunSpec, work_dir: Path, progress: bool = False):
     from darts.models import DLinearModel, NLinearModel, TSMixerModel
     from pytorch_lightning.callbacks import EarlyStopping
 
     from reinpatch_forecast import ReinPatchModel
 
+    settings = spec.settings
     trainer = {
-        "accelerator": "cpu", "enable_progress_bar": args.progress, "logger": False,
+        "accelerator": "cpu", "enable_progress_bar": progress, "logger": False,
         "enable_model_summary": False,
-        "callbacks": [EarlyStopping(monitor="val_loss", patience=args.patience, mode="min")],
+        "callbacks": [EarlyStopping(monitor="val_loss", patience=settings["patience"],
+                                    mode="min")],
     }
     common = dict(
         input_chunk_length=spec.lookback, output_chunk_length=spec.horizon,
-        batch_size=args.batch_size, n_epochs=args.epochs, random_state=args.seed,
+        batch_size=settings["batch_size"], n_epochs=settings["epochs"],
+        random_state=settings["seed"],
         pl_trainer_kwargs=trainer, save_checkpoints=True, force_reset=True,
         # The process id keeps two processes sharing the cache from deleting each other's
         # checkpoints (force_reset) when they happen to train the same configuration.
         model_name=f"ltsf_{spec.key}_{os.getpid()}", work_dir=str(work_dir),
-        optimizer_kwargs={"lr": spec.params.get("lr", args.lr)},
+        optimizer_kwargs={"lr": spec.params.get("lr", settings["lr"])},
     )
-    draws = spec.params.get("draws", "all")
-    reinpatch = dict(compression_rate=spec.params.get("R", 8), group_size=spec.params.get("G", 8),
-                     backbone_draws=None if draws == "all" else draws,
-                     uniform_prior=spec.params.get("prior", 0.0),
-                     rollout_fraction=spec.params.get("fraction"),
-                     entropy_coef=spec.params.get("entropy", 1e-3),
-                     patcher_lr=spec.params.get("patcher_lr"),
-                     d_model=args.d_model, n_heads=4, n_layers=args.n_layers,
-                     dropout=args.dropout)
-    if spec.model in ("learned", "uniform", "random", "volatility"):
-        return ReinPatchModel(patcher=spec.model, **reinpatch, **common)
-    if spec.model in ("learned_l2", "uniform_l2"):  # two levels: fine R1, coarse R2 per fine
-        return ReinPatchModel(patcher=spec.model[:-3], levels=2,
-                              **{**reinpatch, "compression_rate": tuple(spec.params["R"])},
-                              **common)
-    if spec.model == "foundation":  # the shipped patcher, frozen (zero-shot)
-        return ReinPatchModel(patcher="pretrained", **reinpatch, **common)
-    if spec.model == "learned_init":  # GRPG end to end, started from the shipped patcher
-        return ReinPatchModel(patcher="learned", patcher_init="pretrained", **reinpatch, **common)
     if spec.model == "dlinear":
         return DLinearModel(use_reversible_instance_norm=True, **common)
     if spec.model == "nlinear":
         return NLinearModel(use_reversible_instance_norm=True, **common)
     if spec.model == "tsmixer":
         return TSMixerModel(use_reversible_instance_norm=True, **common)
-    raise ValueError(f"unknown model family {spec.model!r}")
+    return ReinPatchModel(**reinpatch_arguments(spec), **common)
 
 
-def run_one(spec: RunSpec, args) -> dict:
-    """Train (unless Repeat) and evaluate one configuration; returns its cache record."""
+def load_splits(dataset: str, lookback: int, horizon: int, data_dir: str):
+    """The scaled LTSF splits of a dataset (``reinpatch_forecast.datasets``)."""
+    from reinpatch_forecast.datasets import load_ltsf_frame, prepare_ltsf
+
+    frame = load_ltsf_frame(dataset, data_dir=data_dir)
+    return prepare_ltsf(frame, dataset, lookback, horizon)
+
+
+def run_one(spec: RunSpec, args, splits=None, keep_model: bool = False):
+    """Train (unless Repeat) and evaluate one configuration; returns its cache record.
+
+    ``splits`` (an object with scaled ``train``, ``val`` and ``test`` arrays ``(T, C)``, val
+    and test including their lookback rows) defaults to the LTSF splits of ``spec.dataset``
+    read from ``args.data_dir``. ``args`` supplies ``out_dir`` (checkpoints) and
+    ``progress``. With ``keep_model`` the fitted model (``None`` for Repeat) comes back too.
+    """
     from darts import TimeSeries
 
-    from reinpatch_forecast.datasets import (evaluate_windows, load_ltsf_frame, prepare_ltsf,
-                                             repeat_forecast)
+    from reinpatch_forecast.datasets import evaluate_windows, repeat_forecast
 
-    frame = load_ltsf_frame(spec.dataset, data_dir=args.data_dir)
-    splits = prepare_ltsf(frame, spec.dataset, spec.lookback, spec.horizon)
+    if splits is None:
+        splits = load_splits(spec.dataset, spec.lookback, spec.horizon, args.data_dir)
     began = time.perf_counter()
     epochs = 0
+    model = None
     if spec.model == "repeat":
         def predict(x):
             return repeat_forecast(x, spec.horizon)
     else:
-        work_dir = args.out_dir / "_ltsf_work"
-        model = _build_model(spec, args, work_dir)
+        work_dir = Path(args.out_dir) / "_ltsf_work"
+        work_dir.mkdir(parents=True, exist_ok=True)
+        model = _build_model(spec, work_dir, getattr(args, "progress", False))
         train = TimeSeries.from_values(splits.train)
         val = TimeSeries.from_values(splits.val)
         model.fit(train, val_series=val, load_best=True,
-                  max_samples_per_ts=args.max_train_windows, verbose=args.progress)
+                  max_samples_per_ts=spec.settings["max_train_windows"],
+                  verbose=getattr(args, "progress", False))
         epochs = int(model.trainer.current_epoch)  # epochs run before stopping
         predict = _darts_predict_fn(model)
     train_seconds = time.perf_counter() - began
     val_scores = evaluate_windows(predict, splits.val, spec.lookback, spec.horizon)
     test_scores = evaluate_windows(predict, splits.test, spec.lookback, spec.horizon)
-    return {
+    record = {
         "key": spec.key, "spec": asdict(spec), "label": spec.label,
         "val_mse": val_scores["mse"], "val_mae": val_scores["mae"],
         "test_mse": test_scores["mse"], "test_mae": test_scores["mae"],
         "test_windows": test_scores["n_windows"], "epochs": epochs,
-        "train_seconds": round(train_seconds, 1), "commit": git_commit(),
-        "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "train_seconds": round(train_seconds, 1), "commit": git_commit(), "date": utc_now(),
         "settings": spec.settings,
     }
-
-
-SETTINGS = ("epochs", "batch_size", "lr", "patience", "d_model", "n_layers", "dropout", "seed",
-            "max_train_windows")
+    if spec.model in LEARNED_FAMILIES:
+        # Where the decoded boundaries sit (test windows): the grid, or far from it.
+        record["patches"] = decoded_patch_statistics(model, splits.test, spec.lookback)
+    return (record, model) if keep_model else record
 
 
 def plan(datasets: list[str], horizons: list[int], models: list[str], lookback: int,
-         settings: dict[str, Any], learned_draws: int | str = 1,
-         learned_prior: float = 0.0, learned_fraction: float | None = None,
-         learned_extra: dict[str, Any] | None = None) -> list[RunSpec]:
-    """Every run of the table, cell by cell (dataset, horizon), in the order of ``models``."""
+         settings: dict[str, Any], policies: tuple[str, ...] | list[str] = (DEFAULT_POLICY,),
+         learned_extra: dict[str, Any] | None = None,
+         seeds: list[int] | None = None) -> list[RunSpec]:
+    """Every run of the table, cell by cell (dataset, horizon), seed by seed, in the order of
+    ``models``; ``seeds`` (default: the seed in ``settings``) replace the settings' seed."""
+    seeds = seeds if seeds is not None else [settings.get("seed", 0)]
     specs = []
     for dataset in datasets:
         for horizon in horizons:
-            for model in models:
-                specs += _family_runs(dataset, horizon, model, lookback, settings, learned_draws,
-                                      learned_prior, learned_fraction, learned_extra)
+            for seed in seeds:
+                seeded = {**settings, "seed": seed} if settings else settings
+                for model in models:
+                    specs += _family_runs(dataset, horizon, model, lookback, seeded, policies,
+                                          learned_extra)
     return specs
 
 
 def _family_runs(dataset: str, horizon: int, model: str, lookback: int,
-                 settings: dict[str, Any], learned_draws: int | str,
-                 learned_prior: float = 0.0,
-                 learned_fraction: float | None = None,
+                 settings: dict[str, Any], policies=(DEFAULT_POLICY,),
                  learned_extra: dict[str, Any] | None = None) -> list[RunSpec]:
     def run(params: dict[str, Any]) -> RunSpec:
         return RunSpec(dataset, horizon, model, params, lookback, settings)
 
+    extra = dict(learned_extra or {})
+    group = extra.pop("G", DEFAULT_GROUP)
     if model == "uniform":
         return [run({"R": r}) for r in UNIFORM_SIZES]
     if model in PEERS:
@@ -262,121 +328,212 @@ def _family_runs(dataset: str, horizon: int, model: str, lookback: int,
     if model == "foundation":
         # The shipped file's checksum is part of the key: a new patcher, new runs.
         return [run({"R": 8, "patcher": PRETRAINED_SHA256[:10]})]
-    if model in ("learned", "learned_init", "learned_l2"):
-        # GRPG rows name their group and how many draws train the backbone.
-        params = {"R": list(LEVEL2_RATES) if model == "learned_l2" else 8, "G": 8,
-                  "draws": learned_draws}
-        if learned_prior:
-            params["prior"] = learned_prior
-        if learned_fraction is not None:
-            params["fraction"] = learned_fraction
-        params.update(learned_extra or {})
-        if model == "learned_init":
-            params["patcher"] = PRETRAINED_SHA256[:10]
-        return [run(params)]
+    if model == "learned_init":  # the shipped patcher's own policy
+        return [run({"R": 8, "G": group, "patcher": PRETRAINED_SHA256[:10], **extra})]
+    if model in ("learned", "learned_l2"):
+        rate = list(LEVEL2_RATES) if model == "learned_l2" else 8
+        return [run({"R": rate, "G": group, "policy": policy, **extra}) for policy in policies]
     return [run({})]
 
 
 # -- report ------------------------------------------------------------------------------------
 
 
+def is_v1(record: dict) -> bool:
+    """Whether a run used the first (top-k) policy version: a learned-family run of a commit
+    before ``POLICY_V2_COMMIT`` (where git cannot tell: one with the removed options' keys)."""
+    spec = record["spec"]
+    if spec["model"] not in LEARNED_FAMILIES:
+        return False
+    predates = commit_predates(record.get("commit", "unknown"))
+    if predates is not None:
+        return predates
+    params = spec["params"]
+    return "draws" in params or (spec["model"] in ("learned", "learned_l2")
+                                 and "policy" not in params)
+
+
+def display_name(record: dict) -> str:
+    """The report's name of a run (seeds of one configuration share it)."""
+    spec = record["spec"]
+    model, params = spec["model"], spec["params"]
+    if model == "uniform":
+        return f"uniform R={params['R']}"
+    if is_v1(record):
+        name = V1_NAMES.get(model, model)
+        if params.get("draws") == "all":
+            name += " [backbone on all G draws]"
+        if params.get("fraction") is not None:
+            name += f" [groups on {params['fraction']:g} of windows]"
+        if "entropy" in params:
+            name += f" [entropy_coef {params['entropy']:g}]"
+        if model != "foundation" and params.get("G", V1_GROUP) != V1_GROUP:
+            name += f" [G={params['G']}]"
+        if params.get("prior"):
+            name += f" [uniform prior {params['prior']:g}]"
+    else:
+        name = DISPLAY_NAMES.get(model, model)
+        if model in ("learned", "learned_l2"):
+            name += POLICY_SUFFIX.get(params.get("policy", DEFAULT_POLICY),
+                                      f" [{params.get('policy')}]")
+        if model.startswith("learned") and params.get("G", DEFAULT_GROUP) != DEFAULT_GROUP:
+            name += f" [G={params['G']}]"
+        if "kl" in params:
+            name += f" [kl_coef {params['kl']:g}]"
+    if "patcher_lr" in params:
+        name += f" [patcher_lr {params['patcher_lr']:g}]"
+    return name
+
+
+def _protocol(settings: dict[str, Any] | None) -> str:
+    """The settings that make two runs comparable: all but the seed."""
+    return json.dumps({k: v for k, v in (settings or {}).items() if k != "seed"}, sort_keys=True)
+
+
+PATCH_FIELDS = ("first_length", "last_length", "one_step_share", "length_std", "grid_distance")
+
+
+def _aggregate(records: list[dict]) -> dict:
+    """Scores of one configuration: means over its seeds (a seed run twice: the latest)."""
+    by_seed: dict[int, dict] = {}
+    for record in sorted(records, key=lambda r: r.get("date", "")):
+        by_seed[record["spec"]["settings"].get("seed", 0)] = record
+    runs = [by_seed[s] for s in sorted(by_seed)]
+    test_mse, test_std = mean_std([r["test_mse"] for r in runs])
+    row = {
+        "test_mse": test_mse, "test_mse_std": test_std,
+        "test_mae": mean_std([r["test_mae"] for r in runs])[0],
+        "val_mse": mean_std([r["val_mse"] for r in runs])[0],
+        "n_seeds": len(runs), "seeds": " ".join(str(s) for s in sorted(by_seed)),
+        "epochs": mean_std([r["epochs"] for r in runs])[0],
+        "train_seconds": mean_std([r["train_seconds"] for r in runs])[0],
+        "commit": "/".join(sorted({r["commit"] for r in runs})),
+        "date": max(r.get("date", "") for r in runs),
+    }
+    patches = [r["patches"] for r in runs if r.get("patches")]
+    for name in PATCH_FIELDS:
+        row[name] = mean_std([p[name] for p in patches])[0] if patches else None
+    return row
+
+
 def rows_for_report(runs: dict[str, dict], settings: dict[str, Any] | None = None) -> list[dict]:
     """One row per (dataset, horizon, reported model), tuned uniform chosen on validation.
 
-    Only runs trained with ``settings`` are reported (Repeat trains nothing and always is), so
-    runs of another protocol in the same cache never mix into one table; foundation rows only
-    with the patcher shipped now. A darts peer run at
-    several learning rates is reported once, at the rate with the lower validation MSE.
+    Only runs trained with ``settings`` (any seed) are reported (Repeat trains nothing and
+    always is), so runs of another protocol in the same cache never mix into one table;
+    foundation rows only with the patcher shipped now. The seeds of one configuration make one
+    row (mean, and std over seeds). A darts peer run at several learning rates is reported once,
+    at the rate with the lower mean validation MSE; ``uniform tuned`` likewise picks ``R``.
     """
+    protocol = None if settings is None else _protocol(settings)
     by_cell: dict[tuple, list[dict]] = {}
     for record in runs.values():
         spec = record["spec"]
-        if settings is not None and spec["model"] != "repeat" and spec["settings"] != settings:
+        if (protocol is not None and spec["model"] != "repeat"
+                and _protocol(spec["settings"]) != protocol):
             continue
         if spec["params"].get("patcher", PRETRAINED_SHA256[:10]) != PRETRAINED_SHA256[:10]:
             continue  # a run with an earlier shipped patcher
         by_cell.setdefault((spec["dataset"], spec["horizon"]), []).append(record)
     rows = []
     for (dataset, horizon), records in sorted(by_cell.items()):
-        uniform = [r for r in records if r["spec"]["model"] == "uniform"]
-        peers: dict[str, list[dict]] = {}
+        groups: dict[tuple, list[dict]] = {}
         for record in records:
             spec = record["spec"]
-            name = spec["model"]
-            if name in PEERS:
-                peers.setdefault(name, []).append(record)
+            if spec["model"] in PEERS:
+                name = (spec["model"], spec["params"].get("lr"))
+            else:
+                name = display_name(record)
+            protocol_key = "" if spec["model"] == "repeat" else _protocol(spec["settings"])
+            groups.setdefault((name, protocol_key), []).append(record)
+
+        def row(model: str, group: list[dict]) -> dict:
+            family = group[0]["spec"]["model"]
+            return dict(dataset=dataset, horizon=horizon, model=model, family=family,
+                        v1=is_v1(group[0]), **_aggregate(group))
+
+        peers: dict[tuple, list[tuple[float, list[dict]]]] = {}
+        uniform: dict[str, list[tuple[int, dict]]] = {}
+        for (name, protocol_key), group in sorted(groups.items(), key=lambda item: str(item[0])):
+            if isinstance(name, tuple):  # a peer at one learning rate
+                peers.setdefault((name[0], protocol_key), []).append((name[1], group))
                 continue
-            if name == "uniform":
-                name = f"uniform R={spec['params']['R']}"
-            name = DISPLAY_NAMES.get(name, name)
-            if spec["params"].get("draws") == "all":
-                name += " [backbone on all G draws]"
-            if spec["params"].get("fraction") is not None:
-                name += f" [groups on {spec['params']['fraction']:g} of windows]"
-            for key, label in (("entropy", "entropy_coef"), ("patcher_lr", "patcher_lr")):
-                if key in spec["params"]:
-                    name += f" [{label} {spec['params'][key]:g}]"
-            if spec["model"].startswith("learned") and spec["params"].get("G", 8) != 8:
-                name += f" [G={spec['params']['G']}]"
-            if spec["params"].get("prior"):
-                name += f" [uniform prior {spec['params']['prior']:g}]"
-            rows.append(dict(dataset=dataset, horizon=horizon, model=name, **_scores(record)))
-        for name, tried in sorted(peers.items()):
-            best = min(tried, key=lambda r: r["val_mse"])
-            lr = best["spec"]["params"].get("lr")
+            rows.append(row(name, group))
+            if group[0]["spec"]["model"] == "uniform":
+                uniform.setdefault(protocol_key, []).append(
+                    (group[0]["spec"]["params"]["R"], rows[-1]))
+        for (peer, _), tried in sorted(peers.items()):
+            scored = [(row(peer, group), lr) for lr, group in tried]
+            best, lr = min(scored, key=lambda item: item[0]["val_mse"])
             tuned = len(tried) == len(PEER_LRS)
-            label = f"{name} (lr={lr:g})" if tuned else f"{name} (lr={lr:g}, untuned)"
-            rows.append(dict(dataset=dataset, horizon=horizon, model=label, **_scores(best)))
-        if len(uniform) == len(UNIFORM_SIZES):
-            best = min(uniform, key=lambda r: r["val_mse"])
-            rows.append(dict(dataset=dataset, horizon=horizon,
-                             model=f"uniform tuned (R={best['spec']['params']['R']})",
-                             **_scores(best)))
+            best["model"] = f"{peer} (lr={lr:g})" if tuned else f"{peer} (lr={lr:g}, untuned)"
+            rows.append(best)
+        for sizes in uniform.values():
+            if len(sizes) == len(UNIFORM_SIZES):
+                rate, best = min(sizes, key=lambda item: item[1]["val_mse"])
+                rows.append({**best, "model": f"uniform tuned (R={rate})"})
     return rows
 
 
-def _scores(record: dict) -> dict:
-    return {k: record[k] for k in ("test_mse", "test_mae", "val_mse", "epochs", "train_seconds",
-                                   "commit", "date")}
+CSV_FIELDS = ["dataset", "horizon", "model", "test_mse", "test_mse_std", "n_seeds", "seeds",
+              "test_mae", "val_mse", "epochs", "train_seconds", "grid_distance",
+              "one_step_share", "first_length", "last_length", "commit", "date"]
+
+
+def _mse(row: dict) -> str:
+    return format_mean_std(row["test_mse"], row["test_mse_std"], row["n_seeds"])
+
+
+def _patches(row: dict) -> str:
+    if row.get("grid_distance") is None:
+        return ""
+    return (f"{row['first_length']:.1f} / {row['last_length']:.1f} / "
+            f"{row['one_step_share']:.2f} / {row['grid_distance']:.2f}")
 
 
 def write_report(runs: dict[str, dict], out_dir: Path = RESULTS,
                  settings: dict[str, Any] | None = None) -> None:
     rows = rows_for_report(runs, settings)
     out_dir.mkdir(parents=True, exist_ok=True)
-    with (out_dir / "ltsf.csv").open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=["dataset", "horizon", "model", "test_mse",
-                                                    "test_mae", "val_mse", "epochs",
-                                                    "train_seconds", "commit", "date"])
-        writer.writeheader()
-        writer.writerows(rows)
-    horizons_of = {}
+    write_csv(out_dir / "ltsf.csv", rows, CSV_FIELDS)
+    horizons_of: dict[str, set] = {}
     for row in rows:
         horizons_of.setdefault(row["dataset"], set()).add(row["horizon"])
+    shown = {k: v for k, v in (settings or {}).items() if k != "seed"}
     lines = [
         "# LTSF benchmark (normalised MSE / MAE, all test windows)",
         "",
         f"Generated by `python benchmarks/ltsf.py` from `{out_dir.name}/ltsf_runs.jsonl` on "
-        f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M UTC}, at commit `{git_commit()}` "
+        f"{utc_now()}, at commit `{git_commit()}` "
         "(each row also names the commit and date of its own run in `ltsf.csv`).",
         "Protocol: `reinpatch_forecast.datasets` (train-only scaler, stride-1 windows, every test "
         "window, no `drop_last`). Lookback 96. Early stopping on validation MSE with the best "
         "epoch restored. `uniform tuned` picks R in {4, 8, 16, 24} on validation MSE; each darts "
         f"peer (reversible instance norm on) picks its learning rate in {PEER_LRS} on validation "
-        "MSE.",
-        f"Training settings shared by every trained model: `{json.dumps(settings)}`.",
+        "MSE. Several seeds: mean ± std over seeds (choices on the mean validation MSE).",
+        f"Training settings shared by every trained model (seeds aside): `{json.dumps(shown)}`.",
+        f"Learned rows: `learned` = policy `offset` (the default), `learned [density]`, "
+        f"`learned [topk] (v1 ablation)` = the first policy under the v2 training step; G = "
+        f"{DEFAULT_GROUP} unless named. Rows marked `v1` are runs of the first version (a "
+        f"commit before `{POLICY_V2_COMMIT}`: top-k policy, v1 training step, G = {V1_GROUP} "
+        "unless named), kept for reference.",
         "",
     ]
+    lines += _at_a_glance(rows, horizons_of)
     for dataset in sorted(horizons_of):
         lines += [f"## {dataset}", ""] + _summary(rows, dataset, sorted(horizons_of[dataset]))
-        lines += ["", "| model | H | test MSE | test MAE | val MSE | epochs | "
-                  "train s | commit |", "|---|---|---|---|---|---|---|---|"]
+        lines += ["", "Decoded patches (learned rows, test windows): mean first / last patch "
+                  "length, share of one-step patches, mean distance of a start from the "
+                  "uniform grid.", "",
+                  "| model | H | test MSE | test MAE | val MSE | seeds | epochs | train s | "
+                  "decoded patches | commit |", "|---|---|---|---|---|---|---|---|---|---|"]
         for row in sorted((r for r in rows if r["dataset"] == dataset),
                           key=lambda r: (r["model"], r["horizon"])):
             lines.append(
-                f"| {row['model']} | {row['horizon']} | {row['test_mse']:.4f} | "
-                f"{row['test_mae']:.4f} | {row['val_mse']:.4f} | {row['epochs']} | "
-                f"{row['train_seconds']:.0f} | {row['commit']} |"
+                f"| {row['model']} | {row['horizon']} | {_mse(row)} | "
+                f"{row['test_mae']:.4f} | {row['val_mse']:.4f} | {row['seeds']} | "
+                f"{row['epochs']:.3g} | {row['train_seconds']:.0f} | {_patches(row)} | "
+                f"{row['commit']} |"
             )
         for source, table in PUBLISHED.items():
             if dataset in table:
@@ -385,47 +542,155 @@ def write_report(runs: dict[str, dict], out_dir: Path = RESULTS,
                 )
                 lines.append(f"\n{source}: {values}")
         lines.append("")
-    (out_dir / "ltsf.md").write_text("\n".join(lines) + "\n")
+    write_markdown(out_dir / "ltsf.md", lines)
     _plot(rows, out_dir)
+
+
+def _is_learned_row(row: dict) -> bool:
+    return row["family"] in LEARNED_FAMILIES
+
+
+def _cells(rows: list[dict], model: str) -> dict[tuple[str, int], float]:
+    return {(r["dataset"], r["horizon"]): r["test_mse"] for r in rows if r["model"] == model}
+
+
+def _tuned_cells(rows: list[dict]) -> dict[tuple[str, int], float]:
+    return {(r["dataset"], r["horizon"]): r["test_mse"] for r in rows
+            if r["model"].startswith("uniform tuned")}
+
+
+def _at_a_glance(rows: list[dict], horizons_of: dict[str, set]) -> list[str]:
+    """Average test MSE per dataset and model, win counts of the learned rows, the targets."""
+    datasets = sorted(horizons_of)
+    averages: dict[str, dict[str, float]] = {}
+    for dataset in datasets:
+        for model in {r["model"] for r in rows if r["dataset"] == dataset}:
+            cells = _cells(rows, model) if not model.startswith("uniform tuned") else {}
+            values = [cells.get((dataset, h)) for h in sorted(horizons_of[dataset])]
+            if cells and None not in values:
+                averages.setdefault(model, {})[dataset] = float(np.mean(values))
+        tuned = _tuned_cells(rows)
+        values = [tuned.get((dataset, h)) for h in sorted(horizons_of[dataset])]
+        if None not in values:
+            averages.setdefault("uniform tuned", {})[dataset] = float(np.mean(values))
+    lines = ["## At a glance", "",
+             "Average test MSE over the horizons of each dataset (only models with every horizon "
+             "of that dataset; mean over seeds where there are several):", "",
+             "| model | " + " | ".join(datasets) + " |", "|---|" + "---|" * len(datasets)]
+    best = {d: min((v[d] for v in averages.values() if d in v), default=None) for d in datasets}
+    for model in sorted(averages):
+        cells = []
+        for d in datasets:
+            value = averages[model].get(d)
+            cells.append("–" if value is None else
+                         (f"**{value:.4f}**" if value == best[d] else f"{value:.4f}"))
+        lines.append(f"| {model} | " + " | ".join(cells) + " |")
+
+    uniform8, tuned = _cells(rows, "uniform R=8"), _tuned_cells(rows)
+    learned = sorted({r["model"] for r in rows if _is_learned_row(r)})
+    lines += ["", "Wins of the learned rows (cells where their mean test MSE is lower; "
+              "ties count as losses):", "",
+              "| model | vs uniform R=8 | vs uniform tuned |", "|---|---|---|"]
+    for model in learned:
+        cells = _cells(rows, model)
+        lines.append(f"| {model} | {_wins(cells, uniform8)} | {_wins(cells, tuned)} |")
+    lines += ["", "**Targets** (learned against uniform R=8 with the same backbone and budget: "
+              "average test MSE not above uniform R=8 on each dataset; no cell worse than "
+              "uniform R=8 by more than 1 %):", ""]
+    targets = [m for m in learned
+               if any(r["model"] == m and r["family"] == "learned" and not r["v1"]
+                      for r in rows)]
+    if not targets:
+        lines.append("- no runs of the v2 learned rows yet.")
+    for model in targets:
+        lines.append(f"- {_targets(model, _cells(rows, model), uniform8)}")
+    lines.append("")
+    return lines
+
+
+def _wins(cells: dict, reference: dict) -> str:
+    common = sorted(set(cells) & set(reference))
+    if not common:
+        return "–"
+    wins = sum(cells[c] < reference[c] for c in common)
+    per_dataset = {}
+    for dataset, _ in common:
+        per_dataset.setdefault(dataset, [0, 0])
+    for cell in common:
+        per_dataset[cell[0]][0] += cells[cell] < reference[cell]
+        per_dataset[cell[0]][1] += 1
+    detail = ", ".join(f"{d} {w}/{n}" for d, (w, n) in sorted(per_dataset.items()))
+    return f"{wins}/{len(common)} ({detail})"
+
+
+def _targets(model: str, cells: dict, uniform8: dict) -> str:
+    """One sentence per learned row: the two targets against uniform R=8, met or not."""
+    common = sorted(set(cells) & set(uniform8))
+    if not common:
+        return f"`{model}`: no cell with a uniform R=8 run yet."
+    parts = []
+    met_all = True
+    for dataset in sorted({d for d, _ in common}):
+        horizons = [h for d, h in common if d == dataset]
+        ours = float(np.mean([cells[(dataset, h)] for h in horizons]))
+        theirs = float(np.mean([uniform8[(dataset, h)] for h in horizons]))
+        met = ours <= theirs
+        met_all &= met
+        over = "" if len(horizons) > 1 else f" at H={horizons[0]} only"
+        parts.append(f"{dataset} {ours:.4f} vs {theirs:.4f}{over} "
+                     f"({'met' if met else 'NOT met'})")
+    ratios = {c: cells[c] / uniform8[c] - 1 for c in common}
+    worst = max(ratios, key=ratios.get)
+    within = ratios[worst] <= 0.01
+    return (f"`{model}`: average <= uniform R=8 on each dataset: "
+            f"{'met' if met_all else 'NOT met'} — {'; '.join(parts)}. No cell worse by > 1 %: "
+            f"{'met' if within else 'NOT met'} (worst: {worst[0]} H={worst[1]}, "
+            f"{100 * ratios[worst]:+.1f} %; {len(common)} cell{'s' if len(common) > 1 else ''}).")
 
 
 def _summary(rows: list[dict], dataset: str, horizons: list[int]) -> list[str]:
     """Test MSE pivot (model x horizon) with the average over horizons, published rows below.
 
     Only models with every horizon of the dataset get an average; the best value of each
-    column is in bold. Per-size uniform rows stay in the detail table (the tuned row is here).
+    column is in bold. Per-size uniform rows stay in the detail table (the tuned row is here),
+    except R=8, the learned rows' budget.
     """
-    table: dict[str, dict[int, float]] = {}
+    table: dict[str, dict[int, dict]] = {}
     chosen: dict[tuple[str, int], str] = {}  # the value picked on validation, per cell
     for row in rows:
-        if row["dataset"] != dataset or row["model"].startswith("uniform R="):
+        if (row["dataset"] != dataset
+                or (row["model"].startswith("uniform R=") and row["model"] != "uniform R=8")):
             continue
         name = row["model"]
         if name.startswith("uniform tuned") or name.split(" ")[0] in PEERS:
             name, _, picked = name.partition(" (")
             chosen[(name, row["horizon"])] = picked.rstrip(")")
-        table.setdefault(name, {})[row["horizon"]] = row["test_mse"]
-    best = {h: min((v[h] for v in table.values() if h in v), default=None) for h in horizons}
+        table.setdefault(name, {})[row["horizon"]] = row
+    best = {h: min((v[h]["test_mse"] for v in table.values() if h in v), default=None)
+            for h in horizons}
     lines = ["Test MSE (lower is better; bold: best of this repo's runs per column; in brackets "
-             "the patch size or learning rate chosen on validation):", "",
+             "the patch size or learning rate chosen on validation; ± std over seeds):", "",
              "| model | " + " | ".join(f"H={h}" for h in horizons) + " | avg |",
              "|---|" + "---|" * (len(horizons) + 1)]
 
-    def cell(value: float | None, bold: bool) -> str:
-        if value is None:
+    def cell(row: dict | None, bold: bool) -> str:
+        if row is None:
             return "–"
-        return f"**{value:.4f}**" if bold else f"{value:.4f}"
+        text = _mse(row)
+        return f"**{text}**" if bold else text
 
     for model, values in sorted(table.items()):
         complete = all(h in values for h in horizons)
-        avg = float(np.mean([values[h] for h in horizons])) if complete else None
+        avg = (f"{float(np.mean([values[h]['test_mse'] for h in horizons])):.4f}"
+               if complete else "–")
         cells = []
         for h in horizons:
-            text = cell(values.get(h), values.get(h) == best[h])
+            row = values.get(h)
+            text = cell(row, row is not None and row["test_mse"] == best[h])
             if (model, h) in chosen:
                 text += f" [{chosen[(model, h)]}]"
             cells.append(text)
-        lines.append(f"| {model} | " + " | ".join(cells) + f" | {cell(avg, False)} |")
+        lines.append(f"| {model} | " + " | ".join(cells) + f" | {avg} |")
     for source, published in PUBLISHED.items():
         if dataset in published:
             values = dict(zip((96, 192, 336, 720), published[dataset]))
@@ -444,6 +709,8 @@ def _plot(rows: list[dict], out_dir: Path) -> None:
     except ImportError:  # pragma: no cover - matplotlib comes with darts
         return
     datasets = sorted({r["dataset"] for r in rows})
+    if not datasets:
+        return
     fig, axes = plt.subplots(1, len(datasets), figsize=(5 * len(datasets), 4), squeeze=False)
     for ax, dataset in zip(axes[0], datasets):
         models = sorted({r["model"] for r in rows if r["dataset"] == dataset})
@@ -454,7 +721,7 @@ def _plot(rows: list[dict], out_dir: Path) -> None:
         ax.set_title(dataset)
         ax.set_xlabel("horizon")
         ax.set_ylabel("test MSE")
-    axes[0][-1].legend(fontsize=7)
+    axes[0][-1].legend(fontsize=6)
     fig.tight_layout()
     fig.savefig(out_dir / "ltsf.png", dpi=100)
     plt.close(fig)
@@ -462,7 +729,7 @@ def _plot(rows: list[dict], out_dir: Path) -> None:
 
 def _extra(args) -> dict[str, Any]:
     """Non-default learned-row settings given on the command line (they enter the run key)."""
-    extra = {"G": args.learned_group, "entropy": args.learned_entropy,
+    extra = {"G": args.learned_group, "kl": args.learned_kl,
              "patcher_lr": args.learned_patcher_lr}
     return {k: v for k, v in extra.items() if v is not None}
 
@@ -476,55 +743,30 @@ def main(argv: list[str] | None = None) -> None:
                         default=["repeat", "learned", "uniform", "random", "volatility",
                                  "dlinear", "nlinear", "tsmixer"])
     parser.add_argument("--lookback", type=int, default=96)
-    parser.add_argument("--data-dir", default=str(DEFAULT_DATA))
-    parser.add_argument("--epochs", type=int, default=4)
-    parser.add_argument("--patience", type=int, default=2)
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--lr", type=float, default=1e-3)
-    parser.add_argument("--d-model", type=int, default=64)
-    parser.add_argument("--n-layers", type=int, default=2)
-    parser.add_argument("--dropout", type=float, default=0.1)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--max-train-windows", type=int, default=2048,
-                        help="train on only the most recent training windows (0: all); the "
-                             "default keeps the full table within a 2-core CPU budget")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch CPU threads (1 lets two benchmark processes share 2 cores)")
-    parser.add_argument("--learned-draws", type=int, default=1,
-                        help="GRPG draws per series that train the backbone in the learned "
-                             "rows (the others only score rewards); 0: all G")
-    parser.add_argument("--learned-prior", type=float, default=0.0,
-                        help="uniform_prior of the learned rows (a logit bonus on the uniform "
-                             "grid; 0: none)")
-    parser.add_argument("--learned-fraction", type=float, default=None,
-                        help="rollout_fraction of the learned rows (share of a batch's windows "
-                             "that draw a GRPG group; default: all)")
+    add_training_arguments(parser)
+    parser.add_argument("--policy", nargs="+", choices=POLICIES, default=[DEFAULT_POLICY],
+                        help="policies of the learned and learned_l2 rows: offset (the "
+                             "default, row 'learned'), density, topk (the v1 ablation)")
     parser.add_argument("--learned-group", type=int, default=None,
-                        help="group size G of the learned rows (default 8)")
-    parser.add_argument("--learned-entropy", type=float, default=None,
-                        help="entropy_coef of the learned rows (default 1e-3)")
+                        help=f"group size G of the learned rows (default {DEFAULT_GROUP})")
+    parser.add_argument("--learned-kl", type=float, default=None,
+                        help="kl_coef of the learned rows (default 0.1)")
     parser.add_argument("--learned-patcher-lr", type=float, default=None,
                         help="patcher_lr of the learned rows (default 3x --lr)")
-    parser.add_argument("--progress", action="store_true")
     parser.add_argument("--report-only", action="store_true")
     parser.add_argument("--out-dir", type=Path, default=RESULTS,
                         help="folder of the run cache and the report")
     args = parser.parse_args(argv)
-    if args.max_train_windows == 0:
-        args.max_train_windows = None
     cache = args.out_dir / "ltsf_runs.jsonl"
-    import torch
-
-    torch.set_num_threads(args.threads)
+    set_threads(args.threads)
+    settings = training_settings(args, args.seeds[0])  # the report ignores the seed
 
     runs = load_cache(cache)
     if not args.report_only:
         datasets = args.datasets or PROFILES[args.profile]["datasets"]
         horizons = args.horizons or PROFILES[args.profile]["horizons"]
-        settings = {name: getattr(args, name) for name in SETTINGS}
-        draws = "all" if args.learned_draws == 0 else args.learned_draws
-        for spec in plan(datasets, horizons, args.models, args.lookback, settings, draws,
-                         args.learned_prior, args.learned_fraction, _extra(args)):
+        for spec in plan(datasets, horizons, args.models, args.lookback, settings,
+                         args.policy, _extra(args), args.seeds):
             runs.update(load_cache(cache))  # another process may share the cache
             if spec.key in runs:
                 continue
@@ -537,7 +779,7 @@ def main(argv: list[str] | None = None) -> None:
                   f"{record['epochs']} epochs)", flush=True)
             write_report(runs, args.out_dir, settings)
     runs.update(load_cache(cache))
-    write_report(runs, args.out_dir, {name: getattr(args, name) for name in SETTINGS})
+    write_report(runs, args.out_dir, settings)
     print(f"[ltsf] report: {args.out_dir / 'ltsf.md'}")
 
 

@@ -1,14 +1,17 @@
-"""The LTSF benchmark's bookkeeping: cache keys, resumption and the tuned-uniform choice."""
+"""The LTSF benchmark's bookkeeping: cache keys, resumption, seeds, the tuned-uniform choice,
+the relabelling of first-version runs and the at-a-glance summary."""
 
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 HARNESS = Path(__file__).resolve().parents[1] / "benchmarks" / "ltsf.py"
+SETTINGS = {"epochs": 10, "seed": 0}
 
 
 @pytest.fixture(scope="module")
@@ -20,11 +23,19 @@ def ltsf():
     return module
 
 
-def _record(ltsf, model, params, val, test, horizon=96):
-    spec = ltsf.RunSpec("ETTh1", horizon, model, params, 96, {"epochs": 10})
+def _record(ltsf, model, params, val, test, horizon=96, seed=0, commit="abc", dataset="ETTh1"):
+    spec = ltsf.RunSpec(dataset, horizon, model, params, 96, {**SETTINGS, "seed": seed})
     return {"key": spec.key, "spec": ltsf.asdict(spec), "label": spec.label, "val_mse": val,
             "val_mae": val, "test_mse": test, "test_mae": test, "epochs": 3,
-            "train_seconds": 1.0, "commit": "abc", "date": "2026-12-02"}
+            "train_seconds": 1.0, "commit": commit, "date": "2026-12-02"}
+
+
+def _runs(*records):
+    return {r["key"]: r for r in records}
+
+
+def _learned(policy="offset"):
+    return {"R": 8, "G": 4, "policy": policy}
 
 
 def test_keys_differ_by_config_and_settings(ltsf):
@@ -35,10 +46,22 @@ def test_keys_differ_by_config_and_settings(ltsf):
     assert a.key == ltsf.RunSpec("ETTh1", 96, "uniform", {"R": 4}, 96, {"epochs": 10}).key
 
 
-def test_plan_expands_uniform_sizes(ltsf):
-    specs = ltsf.plan(["ETTh1"], [96, 192], ["uniform", "learned", "repeat"], 96, {})
-    assert len(specs) == 2 * (len(ltsf.UNIFORM_SIZES) + 2)
+def test_plan_expands_uniform_sizes_and_policies(ltsf):
+    specs = ltsf.plan(["ETTh1"], [96, 192], ["uniform", "learned", "repeat"], 96, {},
+                      policies=["offset", "density", "topk"])
+    assert len(specs) == 2 * (len(ltsf.UNIFORM_SIZES) + 3 + 1)
     assert {s.params.get("R") for s in specs if s.model == "uniform"} == set(ltsf.UNIFORM_SIZES)
+    learned = [s.params for s in specs if s.model == "learned" and s.horizon == 96]
+    assert learned == [{"R": 8, "G": 4, "policy": p} for p in ("offset", "density", "topk")]
+
+
+def test_seeds_give_new_keys_and_seed_zero_keeps_the_old_one(ltsf):
+    settings = {**SETTINGS, "max_train_windows": 2048}
+    specs = ltsf.plan(["ETTh1"], [96], ["uniform"], 96, settings, seeds=[0, 1, 2])
+    assert len(specs) == 3 * len(ltsf.UNIFORM_SIZES)
+    assert len({s.key for s in specs}) == len(specs)
+    old = ltsf.RunSpec("ETTh1", 96, "uniform", {"R": 4}, 96, settings)  # cached before --seeds
+    assert old.key in {s.key for s in specs}
 
 
 def test_tuned_uniform_is_chosen_on_validation_not_test(ltsf):
@@ -78,17 +101,42 @@ def test_peer_learning_rate_is_chosen_on_validation(ltsf):
 
 def test_report_keeps_only_runs_of_the_given_settings(ltsf):
     kept = _record(ltsf, "uniform", {"R": 8}, 0.7, 0.4)
-    spec = ltsf.RunSpec("ETTh1", 96, "uniform", {"R": 8}, 96, {"epochs": 3})
+    spec = ltsf.RunSpec("ETTh1", 96, "uniform", {"R": 8}, 96, {"epochs": 3, "seed": 0})
     other = {**kept, "key": spec.key, "spec": ltsf.asdict(spec)}
-    rows = ltsf.rows_for_report({kept["key"]: kept, other["key"]: other}, {"epochs": 10})
+    rows = ltsf.rows_for_report({kept["key"]: kept, other["key"]: other}, SETTINGS)
     assert [r["model"] for r in rows] == ["uniform R=8"]
+
+
+def test_seeds_of_one_configuration_make_one_row_with_mean_and_std(ltsf, tmp_path):
+    runs = _runs(*[_record(ltsf, "learned", _learned(), 0.7, test, seed=seed)
+                   for seed, test in [(0, 0.40), (1, 0.42), (2, 0.44)]])
+    # Any seed of the reported protocol counts.
+    rows = ltsf.rows_for_report(runs, {**SETTINGS, "seed": 5})
+    assert len(rows) == 1
+    row = rows[0]
+    assert row["model"] == "learned"
+    assert (row["n_seeds"], row["seeds"]) == (3, "0 1 2")
+    assert row["test_mse"] == pytest.approx(0.42)
+    assert row["test_mse_std"] == pytest.approx(0.02)
+    ltsf.write_report(runs, tmp_path, SETTINGS)
+    assert "| learned | **0.4200 ± 0.0200** |" in (tmp_path / "ltsf.md").read_text()
+
+
+def test_tuned_uniform_with_seeds_chooses_on_the_mean_validation(ltsf):
+    records = []
+    # R=4 has the best single validation MSE (seed 0) but R=8 the best mean.
+    for r, vals in [(4, (0.5, 0.95)), (8, (0.6, 0.6)), (16, (0.9, 0.9)), (24, (0.9, 0.9))]:
+        for seed, val in enumerate(vals):
+            records.append(_record(ltsf, "uniform", {"R": r}, val, 0.4 + r / 100, seed=seed))
+    tuned = [r for r in ltsf.rows_for_report(_runs(*records)) if "tuned" in r["model"]]
+    assert [(r["model"], r["n_seeds"]) for r in tuned] == [("uniform tuned (R=8)", 2)]
 
 
 def test_summary_averages_complete_rows_and_bolds_the_best(ltsf):
     runs = {}
-    for model, horizon, test in [("learned", 96, 0.40), ("learned", 192, 0.50),
-                                 ("random", 96, 0.45)]:
-        params = {"R": 8}
+    for model, params, horizon, test in [("learned", _learned(), 96, 0.40),
+                                         ("learned", _learned(), 192, 0.50),
+                                         ("random", {"R": 8}, 96, 0.45)]:
         record = _record(ltsf, model, params, 0.7, test, horizon=horizon)
         runs[record["key"]] = record
     lines = ltsf._summary(ltsf.rows_for_report(runs), "ETTh1", [96, 192])
@@ -104,3 +152,68 @@ def test_foundation_rows_of_an_earlier_shipped_patcher_are_not_reported(ltsf):
     earlier = _record(ltsf, "foundation", {"R": 8, "patcher": "0123456789"}, 0.6, 0.4)
     rows = ltsf.rows_for_report({current["key"]: current, earlier["key"]: earlier})
     assert [(r["model"], r["test_mse"]) for r in rows] == [("foundation (zero-shot)", 0.5)]
+
+
+def test_policies_have_their_own_names(ltsf):
+    names = [ltsf.display_name(_record(ltsf, "learned", _learned(p), 0.7, 0.4))
+             for p in ("offset", "density", "topk")]
+    assert names == ["learned", "learned [density]", "learned [topk] (v1 ablation)"]
+    l2 = _record(ltsf, "learned_l2", {"R": [8, 2], "G": 8, "policy": "density"}, 0.7, 0.4)
+    assert ltsf.display_name(l2) == "learned L2 (R=8,2) [density] [G=8]"
+
+
+def _known_commit(commit: str) -> bool:
+    root = HARNESS.parents[1]
+    found = subprocess.run(["git", "cat-file", "-e", f"{commit}^{{commit}}"], cwd=root,
+                           capture_output=True)
+    return found.returncode == 0
+
+
+def test_first_version_runs_are_relabelled_by_commit(ltsf):
+    if not (_known_commit("94ea7d6") and _known_commit(ltsf.POLICY_V2_COMMIT)):
+        pytest.skip("needs the repository's history")
+    old = {"R": 8, "G": 8, "draws": 1}
+    v1 = _record(ltsf, "learned", old, 0.7, 0.45, commit="94ea7d6")
+    v1_variant = _record(ltsf, "learned", {**old, "entropy": 0.01}, 0.7, 0.44, commit="94ea7d6")
+    v1_l2 = _record(ltsf, "learned_l2", {**old, "R": [8, 2]}, 0.7, 0.44, commit="94ea7d6")
+    v1_found = _record(ltsf, "foundation", {"R": 8, "patcher": ltsf.PRETRAINED_SHA256[:10]},
+                       0.7, 0.46, commit="8be0bfd")
+    v2 = _record(ltsf, "learned", _learned(), 0.7, 0.40, commit=ltsf.POLICY_V2_COMMIT)
+    uniform = _record(ltsf, "uniform", {"R": 8}, 0.7, 0.41, commit="94ea7d6")
+    names = {r["model"] for r in ltsf.rows_for_report(
+        _runs(v1, v1_variant, v1_l2, v1_found, v2, uniform))}
+    assert names == {"learned v1 (topk)", "learned v1 (topk) [entropy_coef 0.01]",
+                     "learned v1 (topk) L2 (R=8,2)", "foundation v1 (topk, zero-shot)",
+                     "learned", "uniform R=8"}
+
+
+def test_without_history_first_version_runs_are_told_by_their_options(ltsf):
+    unknown = "0000000"
+    old = _record(ltsf, "learned", {"R": 8, "G": 8, "draws": 1}, 0.7, 0.45, commit=unknown)
+    new = _record(ltsf, "learned", _learned("density"), 0.7, 0.45, commit=unknown)
+    assert (ltsf.is_v1(old), ltsf.is_v1(new)) == (True, False)
+    assert ltsf.display_name(old) == "learned v1 (topk)"
+
+
+def test_at_a_glance_counts_wins_and_checks_the_targets(ltsf, tmp_path):
+    records = []
+    # ETTh1: learned wins H=96, loses H=192 by 0.5 %; ETTh2: learned loses H=96 by 2 %.
+    for dataset, horizon, learned, uniform8 in [("ETTh1", 96, 0.39, 0.40),
+                                                ("ETTh1", 192, 0.4020, 0.40),
+                                                ("ETTh2", 96, 0.306, 0.30)]:
+        records.append(_record(ltsf, "learned", _learned(), 0.7, learned, horizon=horizon,
+                               dataset=dataset))
+        for r in ltsf.UNIFORM_SIZES:  # R=8 is the tuned choice (lowest validation MSE)
+            records.append(_record(ltsf, "uniform", {"R": r}, 0.7 if r == 8 else 0.9,
+                                   uniform8 if r == 8 else uniform8 - 0.1, horizon=horizon,
+                                   dataset=dataset))
+    ltsf.write_report(_runs(*records), tmp_path, SETTINGS)
+    text = (tmp_path / "ltsf.md").read_text()
+    glance = text[text.index("## At a glance"):text.index("## ETTh1")]
+    assert "| learned | 0.3960 | 0.3060 |" in glance
+    assert "| uniform R=8 | 0.4000 | 0.3000 |" in glance
+    assert "| learned | 1/3 (ETTh1 1/2, ETTh2 0/1) | 1/3 (ETTh1 1/2, ETTh2 0/1) |" in glance
+    assert "average <= uniform R=8 on each dataset: NOT met" in glance
+    assert "ETTh1 0.3960 vs 0.4000 (met)" in glance
+    assert "ETTh2 0.3060 vs 0.3000 at H=96 only (NOT met)" in glance
+    assert "No cell worse by > 1 %: NOT met (worst: ETTh2 H=96, +2.0 %; 3 cells)" in glance
