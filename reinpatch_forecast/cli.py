@@ -87,6 +87,21 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
+    if not value >= 0 or not np.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+    return value
+
+
+#: The learned patcher's policies (``reinpatch_forecast.nn.POLICY_NAMES``, not imported here so
+#: that ``--help`` does not load torch).
+_POLICIES = ("offset", "density", "topk")
+
+
 def _columns(text: str) -> list[str]:
     names = [name.strip() for name in text.split(",")]
     if not all(names):
@@ -340,7 +355,9 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         output_chunk_length=args.horizon,
         compression_rate=args.compression_rate,
         patcher=args.patcher,
+        policy=args.policy,
         group_size=args.group_size,
+        kl_coef=args.kl_coef,
         d_model=args.d_model,
         n_heads=args.n_heads,
         n_layers=args.n_layers,
@@ -359,10 +376,11 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         model.save(str(out))
     except OSError as error:
         raise CLIError(f"cannot write the model to {args.out}: {_one_line(error)}") from None
-    n_patches = model.model.network.config.n_patches
+    config = model.model.network.config
+    policy = f" ({config.policy} policy)" if config.patcher == "learned" else ""
     print(f"trained on {len(series)} rows x {series.width} column(s) "
-          f"({', '.join(series.components)}) in {seconds:.1f} s: {args.patcher} patcher, "
-          f"{n_patches} patches per window of {args.lookback}")
+          f"({', '.join(series.components)}) in {seconds:.1f} s: {args.patcher} patcher"
+          f"{policy}, {config.n_patches} patches per window of {args.lookback}")
     print(f"saved the model to {out} (and {out}.ckpt)")
     return 0
 
@@ -388,7 +406,8 @@ def _cmd_pretrain_patcher(args: argparse.Namespace) -> int:
             corpus, input_chunk_length=args.lookback, output_chunk_length=args.horizon,
             compression_rate=args.compression_rate, group_size=args.group_size,
             n_epochs=args.epochs, max_windows_per_series=args.max_windows,
-            uniform_prior=args.uniform_prior, random_state=args.seed, verbose=not args.quiet,
+            kl_coef=args.kl_coef, policy=args.policy, random_state=args.seed,
+            verbose=not args.quiet,
         )
     seconds = time.perf_counter() - began
     for epoch in result.history:
@@ -528,9 +547,17 @@ def build_parser() -> argparse.ArgumentParser:
                      help="learned, uniform, random, volatility, pretrained (the foundation "
                           "patcher shipped in the package, frozen), or the file of a saved "
                           "foundation patcher (default: %(default)s)")
-    fit.add_argument("--group-size", type=_positive_int, default=8, metavar="G",
-                     help="patchings drawn per series in a training step (default: "
-                          "%(default)s)")
+    fit.add_argument("--policy", choices=_POLICIES, default=None,
+                     help="boundary policy of the learned patcher: offset (boundaries move a "
+                          "few steps around the uniform grid), density (resolution moves "
+                          "across the window) or topk (the first policy, an ablation) "
+                          "(default: offset, or a pretrained patcher's own policy)")
+    fit.add_argument("--group-size", type=_positive_int, default=4, metavar="G",
+                     help="patchings sampled per series in a training step and scored "
+                          "against the decoded one (default: %(default)s)")
+    fit.add_argument("--kl-coef", type=_non_negative_float, default=0.1, metavar="W",
+                     help="weight of the KL anchor that keeps the policy near the uniform "
+                          "grid (default: %(default)s)")
     fit.add_argument("--d-model", type=_positive_int, default=64, metavar="D",
                      help="Transformer width (default: %(default)s)")
     fit.add_argument("--n-heads", type=_positive_int, default=4,
@@ -603,15 +630,17 @@ def build_parser() -> argparse.ArgumentParser:
                           help="horizon of the pretraining task (default: %(default)s)")
     pretrain.add_argument("--compression-rate", type=_positive_float, default=8.0, metavar="R",
                           help="average patch length (default: %(default)s)")
-    pretrain.add_argument("--group-size", type=_positive_int, default=8, metavar="G",
+    pretrain.add_argument("--policy", choices=_POLICIES, default="offset",
+                          help="boundary policy of the patcher (default: %(default)s)")
+    pretrain.add_argument("--group-size", type=_positive_int, default=4, metavar="G",
                           help="GRPG group size (default: %(default)s)")
+    pretrain.add_argument("--kl-coef", type=_non_negative_float, default=0.1, metavar="W",
+                          help="weight of the KL anchor to the uniform grid (default: "
+                               "%(default)s)")
     pretrain.add_argument("--epochs", type=_positive_int, default=10,
                           help="epochs (default: %(default)s)")
     pretrain.add_argument("--max-windows", type=_positive_int, default=256, metavar="N",
                           help="most recent training windows per series (default: %(default)s)")
-    pretrain.add_argument("--uniform-prior", type=float, default=0.0, metavar="BONUS",
-                          help="logit bonus of the uniform grid, kept with the patcher (the "
-                               "shipped one uses 3; default: %(default)s)")
     pretrain.add_argument("--threads", type=_positive_int, default=None,
                           help="torch CPU threads (default: torch's choice)")
     pretrain.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")

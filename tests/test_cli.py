@@ -54,6 +54,26 @@ def test_fit_saves_a_model(workspace):
     assert Path(f"{workspace['model']}.ckpt").is_file()
 
 
+def test_fit_passes_policy_and_kl_coef(tmp_path, capsys):
+    from reinpatch_forecast.darts import ReinPatchModel
+
+    csv = _write_csv(tmp_path / "data.csv")
+    out = tmp_path / "density.pt"
+    code = main(["fit", "--csv", str(csv), "--target", "load", "--out", str(out), *TINY,
+                 "--policy", "density", "--kl-coef", "0.25"])
+    assert code == 0
+    assert "learned patcher (density policy)" in capsys.readouterr().out
+    config = ReinPatchModel.load(str(out)).model.network.config
+    assert (config.policy, config.kl_coef, config.group_size) == ("density", 0.25, 4)
+
+
+def test_cli_policies_are_the_networks():
+    from reinpatch_forecast.cli import _POLICIES
+    from reinpatch_forecast.nn import POLICY_NAMES
+
+    assert _POLICIES == POLICY_NAMES
+
+
 def test_predict_writes_a_csv_with_dates_and_targets(workspace, tmp_path, capsys):
     out = tmp_path / "forecast.csv"
     plot = tmp_path / "forecast.png"
@@ -183,6 +203,16 @@ def test_damaged_and_missing_model_files(workspace, tmp_path, capsys):
          "--n: expected a positive integer"),
         (["fit", "--csv", "x.csv", "--target", "a,,b", "--lookback", "24", "--horizon", "6",
           "--out", "m.pt"], "comma-separated"),
+        (["fit", "--csv", "x.csv", "--target", "a", "--lookback", "24", "--horizon", "6",
+          "--out", "m.pt", "--policy", "greedy"], "--policy: invalid choice: 'greedy'"),
+        (["fit", "--csv", "x.csv", "--target", "a", "--lookback", "24", "--horizon", "6",
+          "--out", "m.pt", "--kl-coef", "-1"], "--kl-coef: expected a number >= 0"),
+        (["fit", "--csv", "x.csv", "--target", "a", "--lookback", "24", "--horizon", "6",
+          "--out", "m.pt", "--backbone-draws", "1"], "unrecognized arguments: --backbone-draws"),
+        (["pretrain-patcher", "--out", "p.pt", "--uniform-prior", "3"],
+         "unrecognized arguments: --uniform-prior"),
+        (["pretrain-patcher", "--out", "p.pt", "--entropy-coef", "0.01"],
+         "unrecognized arguments: --entropy-coef"),
     ],
 )
 def test_usage_errors_exit_2_with_one_line(argv, message, capsys):
@@ -220,7 +250,31 @@ def test_pretrain_patcher_writes_a_loadable_patcher(tmp_path, capsys):
     assert "no LTSF training splits" in printed  # --data-dir not given, and it says so
     assert "epoch 0: reward -" in printed
     assert file_sha256(out) in printed
-    assert load_patcher(out).hidden_size == 32
+    patcher = load_patcher(out)
+    assert patcher.hidden_size == 32 and patcher.policy_name == "offset"
+
+
+def test_pretrain_patcher_with_a_policy(tmp_path, monkeypatch, capsys):
+    """--policy and --kl-coef reach pretrain_patcher (called with a stub: no training)."""
+    from reinpatch_forecast import foundation
+    from reinpatch_forecast.nn import LearnedPatcher
+
+    seen = {}
+
+    def fake_pretrain(corpus, **kwargs):
+        seen.update(kwargs)
+        return foundation.PretrainResult(
+            patcher=LearnedPatcher(policy=kwargs["policy"], hidden_size=4, n_layers=1),
+            history=[], n_series=len(corpus), n_train_windows=0, settings=kwargs)
+
+    monkeypatch.setattr(foundation, "pretrain_patcher", fake_pretrain)
+    out = tmp_path / "density.pt"
+    code = main(["pretrain-patcher", "--out", str(out), "--policy", "density", "--kl-coef",
+                 "0.3", "--quiet"])
+    assert code == 0, capsys.readouterr().err
+    assert (seen["policy"], seen["kl_coef"], seen["group_size"]) == ("density", 0.3, 4)
+    assert "uniform_prior" not in seen and "entropy_coef" not in seen
+    assert foundation.load_patcher(out).policy_name == "density"
 
 
 def test_pretrain_patcher_with_a_missing_data_dir(tmp_path, capsys):

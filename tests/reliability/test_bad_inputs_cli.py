@@ -105,6 +105,28 @@ def foreign_patcher(tmp: Path, model: str) -> list[str]:
     return fit_on(sine_values(60), options=("--patcher", str(tmp / "other.pt")))(tmp, model)
 
 
+def patcher_file_with_another_policy(tmp: Path, model: str) -> list[str]:
+    from reinpatch_forecast.foundation import save_patcher
+    from reinpatch_forecast.nn import LearnedPatcher
+
+    save_patcher(LearnedPatcher(policy="offset", hidden_size=8, n_layers=1), tmp / "p.pt")
+    options = ("--patcher", str(tmp / "p.pt"), "--policy", "density")
+    return fit_on(sine_values(60), options=options)(tmp, model)
+
+
+def version_1_patcher_file(tmp: Path, model: str) -> list[str]:
+    import torch
+
+    from reinpatch_forecast.foundation import patcher_state
+    from reinpatch_forecast.nn import LearnedPatcher
+
+    state = patcher_state(LearnedPatcher(policy="topk", hidden_size=8, n_layers=1))
+    state["version"] = 1
+    state["config"] = {"hidden_size": 8, "n_layers": 1, "kernel_size": 3, "uniform_prior": 3.0}
+    torch.save(state, tmp / "old.pt")
+    return fit_on(sine_values(60), options=("--patcher", str(tmp / "old.pt")))(tmp, model)
+
+
 CASES = [
     Case("nan_in_target", fit_on(with_value(np.nan)), 1, r"empty or non-finite value"),
     Case("inf_in_target", fit_on(with_value(np.inf)), 1, r"non-finite value"),
@@ -121,8 +143,16 @@ CASES = [
     Case("compression_rate_below_1",
          fit_on(sine_values(60), options=("--compression-rate", "0.5")), 1,
          r"compression_rate must be >= 1"),
-    Case("group_size_1_with_learned_patcher",
-         fit_on(sine_values(60), options=("--group-size", "1")), 1, r"needs group_size >= 2"),
+    Case("group_size_0", fit_on(sine_values(60), options=("--group-size", "0")), 2,
+         r"--group-size: expected a positive integer"),
+    Case("unknown_policy", fit_on(sine_values(60), options=("--policy", "greedy")), 2,
+         r"--policy: invalid choice: 'greedy'"),
+    Case("negative_kl_coef", fit_on(sine_values(60), options=("--kl-coef", "-0.5")), 2,
+         r"--kl-coef: expected a number >= 0, got '-0.5'"),
+    Case("policy_other_than_the_patcher_file", patcher_file_with_another_policy, 1,
+         r"policy='density' but the given patcher was trained with policy='offset'"),
+    Case("version_1_patcher_file", version_1_patcher_file, 1,
+         r"is a version-1 patcher .* Pretrain a new patcher"),
     Case("negative_lookback", fit_on(sine_values(60), options=("--lookback", "-3")), 2,
          r"expected a positive integer"),
     Case("patcher_file_of_another_format", foreign_patcher, 1,
