@@ -12,7 +12,7 @@ from torchmetrics import MeanAbsoluteError
 from reinpatch_forecast import ReinPatchModel
 from reinpatch_forecast.darts import PatchBoundaries
 from reinpatch_forecast.foundation import save_patcher
-from reinpatch_forecast.nn import LearnedPatcher
+from reinpatch_forecast.nn import LearnedPatcher, ReinPatchConfig
 
 
 def test_importable_from_package_root():
@@ -216,8 +216,9 @@ def test_sample_weight(make_model, series):
 def test_torch_metrics_and_grpg_diagnostics_are_logged(make_model, series):
     model = make_model(torch_metrics=MeanAbsoluteError()).fit(series, val_series=series[150:])
     logged = model.trainer.callback_metrics
-    for key in ("train_loss", "train_policy_loss", "train_reward", "train_mean_patch_length",
-                "train_boundary_entropy", "train_MeanAbsoluteError", "val_MeanAbsoluteError",
+    for key in ("train_loss", "train_policy_loss", "train_reward", "train_advantage",
+                "train_kl", "train_mean_patch_length", "train_patch_length_std",
+                "train_grid_shift", "train_MeanAbsoluteError", "val_MeanAbsoluteError",
                 "val_loss"):
         assert key in logged, key
     assert float(logged["train_mean_patch_length"]) == pytest.approx(4.0)
@@ -243,9 +244,11 @@ def test_past_covariates_are_rejected_clearly(make_model, series):
     [
         (dict(compression_rate=0.5), "compression_rate must be >= 1"),
         (dict(compression_rate=100), "larger than the lookback"),
-        (dict(group_size=1), "group_size >= 2"),
+        (dict(group_size=0), "group_size must be a positive integer"),
         (dict(patcher="entropy"), "patcher must be one of"),
-        (dict(scale_rewards="std"), "scale_rewards"),
+        (dict(policy="entropy"), "Unknown policy 'entropy'"),
+        (dict(kl_coef=-0.1), "kl_coef must be a finite number >= 0"),
+        (dict(entropy_coef=1e-3), "no args/kwargs .*entropy_coef"),  # removed in policy v2
         (dict(d_model=10, n_heads=4), "divisible"),
         (dict(use_reversible_instance_norm=True), "normalises every series itself"),
     ],
@@ -263,11 +266,32 @@ def test_predict_and_boundaries_before_fit(make_model):
         model.predict(6)
 
 
+@pytest.mark.parametrize("policy", ["offset", "density", "topk"])
 @pytest.mark.parametrize("likelihood", [None, QuantileRegression([0.1, 0.5, 0.9])],
                          ids=["point", "quantile"])
-def test_backbone_draws_trains_on_part_of_the_group(make_model, series, likelihood):
-    model = make_model(group_size=4, backbone_draws=1, likelihood=likelihood)
+def test_every_policy_trains_with_sample_weights_and_likelihoods(make_model, series, likelihood,
+                                                                 policy):
+    model = make_model(policy=policy, likelihood=likelihood)
     model.fit(series, sample_weight="linear")
+    network = model.model.network
+    assert network.config.policy == policy and network.patcher.policy_name == policy
     logged = model.trainer.callback_metrics
-    assert float(logged["train_policy_loss"]) != 0.0
-    assert np.isfinite(model.predict(6).values()).all()
+    assert np.isfinite(float(logged["train_loss"]))
+    assert float(logged["train_policy_loss"]) != 0.0  # the samples train the policy
+    forecast = model.predict(6, num_samples=1 if likelihood is None else 20)
+    assert forecast.n_timesteps == 6 and np.isfinite(forecast.values()).all()
+
+
+def test_group_size_one_trains_the_policy(make_model, series):
+    """The decode is the baseline, so a single sample per series gives a policy gradient."""
+    model = make_model(group_size=1, n_epochs=1).fit(series)
+    assert model.model.network.trains_patcher
+    assert float(model.trainer.callback_metrics["train_policy_loss"]) != 0.0
+
+
+def test_policy_defaults_and_resample_points_follow_the_compression_rate():
+    model = ReinPatchModel(input_chunk_length=24, output_chunk_length=6, compression_rate=3.5)
+    params = model.network_params
+    assert (params["policy"], params["group_size"], params["kl_coef"]) == ("offset", 4, 0.1)
+    assert params["resample_points"] is None
+    assert ReinPatchConfig(**params).resample_points == 4  # ceil(compression_rate)

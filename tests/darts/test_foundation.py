@@ -12,6 +12,7 @@ from darts import TimeSeries
 from reinpatch_forecast import foundation
 from reinpatch_forecast.corpus import SYNTHETIC_KINDS, synthetic_series
 from reinpatch_forecast.foundation import (
+    PATCHER_VERSION,
     PRETRAINED_SHA256,
     file_sha256,
     load_patcher,
@@ -43,6 +44,9 @@ def test_shipped_patcher_checksum_size_and_load():
     patcher = load_pretrained_patcher()
     assert isinstance(patcher, LearnedPatcher)
     assert _same(_weights(patcher), _weights(load_patcher(path)))
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    assert state["version"] == PATCHER_VERSION == 2
+    assert state["config"]["policy"] == patcher.policy_name
 
 
 def test_shipped_patcher_works_at_any_lookback_and_budget():
@@ -89,11 +93,26 @@ def test_pretrain_patcher_is_seeded_and_reports_every_epoch():
     assert first.history == second.history
     assert first.n_series == 8
     assert first.patcher.trainable
+    assert first.patcher.policy_name == "offset"  # the default policy
+    assert first.settings["policy"] == "offset" and first.settings["kl_coef"] == 0.1
+    assert first.settings["group_size"] == 4
     # the patcher moved away from its initial weights
     with torch.random.fork_rng():
         torch.manual_seed(3)
         initial = LearnedPatcher()
     assert not _same(_weights(initial), _weights(first.patcher))
+
+
+@pytest.mark.parametrize("policy", ["density", "topk"])
+def test_pretrain_with_another_policy_and_kl_coef(policy, tmp_path):
+    result = _tiny_pretrain(policy=policy, kl_coef=0.5, n_epochs=1, group_size=2)
+    assert result.patcher.policy_name == policy
+    assert result.settings["policy"] == policy and result.settings["kl_coef"] == 0.5
+    path = tmp_path / "patcher.pt"
+    save_patcher(result.patcher, path)
+    loaded = load_patcher(path)
+    assert loaded.policy_name == policy
+    assert _same(_weights(loaded), _weights(result.patcher))
 
 
 def test_pretrain_accepts_darts_pandas_and_numpy_series_of_any_length():
@@ -138,7 +157,10 @@ def test_pretrained_patcher_is_frozen_and_trains_without_rollouts(make_model, se
     model.fit(series)
     network = model.model.network
     assert not network.trains_patcher
-    assert network.rollout(torch.randn(2, 24, 1)).prediction.shape[1] == 1  # G = 1
+    assert network.config.policy == load_pretrained_patcher().policy_name  # its own policy
+    losses = network.training_losses(torch.randn(2, 24, 1), torch.randn(2, 6, 1))
+    assert float(losses.policy_loss) == 0.0 and float(losses.advantage) == 0.0  # no group
+    assert float(model.trainer.callback_metrics["train_policy_loss"]) == 0.0
     assert _same(_weights(network.patcher), shipped)
     assert model.predict(6).n_timesteps == 6
 
@@ -166,6 +188,50 @@ def test_patcher_init_from_a_file_and_from_an_object(make_model, series, tmp_pat
         patcher = model.model.network.patcher
         assert patcher.hidden_size == 8 and patcher.n_layers == 2  # sizes come from the file
         assert patcher.trainable
+
+
+@pytest.mark.parametrize("given", ["object", "file", "init"])
+def test_a_given_patcher_keeps_its_policy(make_model, tmp_path, given):
+    torch.manual_seed(0)
+    density = LearnedPatcher(policy="density", hidden_size=8, n_layers=1)
+    path = tmp_path / "density.pt"
+    save_patcher(density, path)
+    source = {"object": dict(patcher=density), "file": dict(patcher=path),
+              "init": dict(patcher_init=density)}[given]
+    assert make_model(**source).network_params["policy"] == "density"  # policy=None
+    assert make_model(policy="density", **source).network_params["policy"] == "density"
+    with pytest.raises(ValueError, match="policy='offset' but the given patcher was trained "
+                                         "with policy='density'.*Leave policy=None"):
+        make_model(policy="offset", **source)
+
+
+def _version_1_file(path) -> None:
+    """A patcher file as the first version wrote it (top-k policy with a uniform prior)."""
+    state = patcher_state(LearnedPatcher(policy="topk", hidden_size=8, n_layers=1))
+    state["version"] = 1
+    state["config"] = {"hidden_size": 8, "n_layers": 1, "kernel_size": 3, "uniform_prior": 3.0}
+    torch.save(state, path)
+
+
+def test_version_1_patcher_file_is_refused_clearly(make_model, tmp_path):
+    path = tmp_path / "old.pt"
+    _version_1_file(path)
+    message = (r"is a version-1 patcher .* no longer runs: it reads version 2\. Pretrain a new "
+               r"patcher with reinpatch_forecast\.foundation\.pretrain_patcher")
+    with pytest.raises(ValueError, match=message):
+        load_patcher(path)
+    for kwargs in (dict(patcher=path), dict(patcher_init=path)):
+        with pytest.raises(ValueError, match=message):
+            make_model(**kwargs)
+
+
+def test_saved_patcher_is_version_2_and_names_its_policy(tmp_path):
+    path = tmp_path / "patcher.pt"
+    save_patcher(LearnedPatcher(policy="density", hidden_size=8, n_layers=1), path)
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    assert state["version"] == PATCHER_VERSION == 2
+    assert state["config"]["policy"] == "density"
+    assert "uniform_prior" not in state["config"]
 
 
 @pytest.mark.parametrize("kwargs, match", [
