@@ -51,8 +51,7 @@ def train_and_evaluate(levels: int, patcher: str, steps: int, seed: int = 0):
     config = ReinPatchConfig(
         input_length=LOOKBACK, output_length=HORIZON, levels=levels,
         compression_rate=TWO_LEVEL_RATE if levels == 2 else ONE_LEVEL_RATE,
-        patcher=patcher, group_size=8 if learned else 1, backbone_draws=2 if learned else None,
-        patcher_uniform_prior=2.0, entropy_coef=0.0,
+        patcher=patcher, group_size=8 if learned else 1,
         d_model=32, n_heads=4, n_layers=1, dropout=0.0, resample_points=4, revin=False,
     )
     assert (config.n_coarse_patches if levels == 2 else config.n_patches) == 6

@@ -321,25 +321,44 @@ class ReinPatchNetwork(nn.Module):
                 f"has levels={config.levels}: build the patcher with levels={config.levels} "
                 "(a levels=1 patcher draws no coarse starts)."
             )
-        if patcher is None:
-            patcher = make_patcher(
-                config.patcher,
-                levels=config.levels,
-                **(
-                    dict(
-                        hidden_size=config.patcher_hidden_size,
-                        n_layers=config.patcher_layers,
-                        kernel_size=config.patcher_kernel_size,
-                        policy=config.policy,
-                        **(config.patcher_options or {}),
-                    )
-                    if config.patcher == "learned"
-                    else {}
-                ),
-            )
-        self.patcher = patcher
         self.revin = RevIN(config.n_channels, affine=config.revin_affine) if config.revin else None
         self.backbone = Backbone(config.backbone)
+        # Common random numbers with a uniform-patch network of the same seed: the patcher's
+        # initial weights and its sampling noise come from a fork of torch's global generator,
+        # so the backbone's weights, the data order and the dropout masks are those the same
+        # seed gives `patcher="uniform"`. A learned patcher that keeps the grid then trains
+        # exactly as uniform patches; every difference is one the patcher made.
+        with torch.random.fork_rng(devices=[]):
+            if patcher is None:
+                patcher = make_patcher(config.patcher, levels=config.levels,
+                                       **self._learned_settings(config))
+            self._sampling_seed = int(torch.randint(0, 2**62, (1,)))
+        self.patcher = patcher
+        self._generators: dict[torch.device, torch.Generator] = {}
+
+    @staticmethod
+    def _learned_settings(config: ReinPatchConfig) -> dict:
+        """Constructor arguments of the learned patcher ``config`` names (none for a rule)."""
+        if config.patcher != "learned":
+            return {}
+        return dict(hidden_size=config.patcher_hidden_size, n_layers=config.patcher_layers,
+                    kernel_size=config.patcher_kernel_size, policy=config.policy,
+                    **(config.patcher_options or {}))
+
+    def sampling_generator(self, device: torch.device) -> torch.Generator:
+        """The private generator of the patcher's samples on ``device`` (seeded at
+        construction, so the same seed gives the same training run)."""
+        generator = self._generators.get(device)
+        if generator is None:
+            generator = torch.Generator(device=device).manual_seed(self._sampling_seed)
+            self._generators[device] = generator
+        return generator
+
+    def __getstate__(self) -> dict:
+        # torch generators do not pickle (deepcopy, sktime's clone): a copy starts its
+        # samples afresh from the seed.
+        state = super().__getstate__() if hasattr(super(), "__getstate__") else self.__dict__
+        return {**state, "_generators": {}}
 
     # -- parameter groups -------------------------------------------------------------------
     def patcher_parameters(self) -> list[nn.Parameter]:
@@ -471,6 +490,7 @@ class ReinPatchNetwork(nn.Module):
     def _explore(self, patcher_input: Tensor, group: int) -> tuple[Patching, Patching]:
         """The decoded patching and ``group`` samples, from one pass of the patcher."""
         return self.patcher.explore(patcher_input, self.config.n_patches, group,
+                                    generator=self.sampling_generator(patcher_input.device),
                                     **self._coarse_budget())
 
     def training_losses(

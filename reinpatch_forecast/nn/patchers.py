@@ -397,13 +397,15 @@ class LearnedPatcher(Patcher):
         return torch.cat(fine, dim=0), torch.cat(coarse, dim=0)  # (R, L) x 2
 
     def _draw(self, scores: tuple[Tensor, Tensor | None], n_patches: int,
-              n_coarse_patches: int | None, group: int, sample: bool) -> Patching:
+              n_coarse_patches: int | None, group: int, sample: bool,
+              generator: torch.Generator | None = None) -> Patching:
         fine_scores, coarse_scores = scores
-        fine = self.policy.draw(fine_scores, n_patches, group, sample)  # starts (R, G, N)
+        fine = self.policy.draw(fine_scores, n_patches, group, sample, generator)  # (R, G, N)
         if coarse_scores is None:
             return Patching(starts=fine.starts, log_prob=fine.log_prob, entropy=fine.entropy,
                             kl=fine.kl)
-        coarse = self.policy.draw_coarse(coarse_scores, fine.starts, n_coarse_patches, sample)
+        coarse = self.policy.draw_coarse(coarse_scores, fine.starts, n_coarse_patches, sample,
+                                         generator)
         return Patching(starts=fine.starts, log_prob=fine.log_prob + coarse.log_prob,
                         entropy=fine.entropy + coarse.entropy, kl=fine.kl + coarse.kl,
                         coarse_starts=coarse.starts)
@@ -419,8 +421,11 @@ class LearnedPatcher(Patcher):
         return self._draw(self.level_logits(x), n_patches, n_coarse_patches, 1, False)
 
     def explore(self, x: Tensor, n_patches: int, group_size: int,
-                n_coarse_patches: int | None = None) -> tuple[Patching, Patching]:
+                n_coarse_patches: int | None = None,
+                generator: torch.Generator | None = None) -> tuple[Patching, Patching]:
         """The decoded patching and ``group_size`` sampled ones, from one pass of the conv stack.
+
+        The samples' noise comes from ``generator`` (default: torch's global generator).
 
         Returns
         -------
@@ -431,7 +436,8 @@ class LearnedPatcher(Patcher):
         self._check_budgets(n_patches, n_coarse_patches)
         scores = self.level_logits(x)
         decoded = self._draw(scores, n_patches, n_coarse_patches, 1, False)
-        return decoded, self._draw(scores, n_patches, n_coarse_patches, group_size, True)
+        return decoded, self._draw(scores, n_patches, n_coarse_patches, group_size, True,
+                                   generator)
 
 
 

@@ -71,9 +71,10 @@ class PolicyDraw:
     kl: Tensor
 
 
-def gumbel(shape: tuple[int, ...], like: Tensor) -> Tensor:
+def gumbel(shape: tuple[int, ...], like: Tensor,
+           generator: torch.Generator | None = None) -> Tensor:
     """Standard Gumbel noise of ``shape`` with the dtype and device of ``like``."""
-    uniform = torch.rand(shape, device=like.device, dtype=like.dtype)
+    uniform = torch.rand(shape, device=like.device, dtype=like.dtype, generator=generator)
     tiny = torch.finfo(like.dtype).tiny
     return -torch.log(-torch.log(uniform.clamp(min=tiny, max=1.0 - 1e-7)))
 
@@ -117,7 +118,8 @@ def plackett_luce_log_prob(logits: Tensor, order: Tensor) -> Tensor:
 
 
 def _categorical_offsets(scores: Tensor, grid: Tensor, size: int, penalty: float,
-                         group: int, sample: bool) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+                         group: int, sample: bool, generator: torch.Generator | None = None,
+                         ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """Independent categorical offsets of the interior boundaries of ``grid``.
 
     Logits ``l_j(delta) = scores[..., grid_j + delta] - penalty * |delta|`` over the allowed
@@ -154,16 +156,19 @@ def _categorical_offsets(scores: Tensor, grid: Tensor, size: int, penalty: float
         dim=-1,
     )  # (k, D)
     p = log_p.exp()
-    allowed = candidates.allowed
-    entropy = -torch.where(allowed, p * log_p, 0.0).sum(dim=(-1, -2))  # (R, [G])
-    kl = torch.where(allowed, p * (log_p - reference), 0.0).sum(dim=(-1, -2))  # (R, [G])
+    # Offsets out of range have p = 0 and log p = -inf: zero their log terms before the
+    # product, or the backward pass of 0 * -inf gives NaN gradients.
+    finite_log_p = log_p.masked_fill(~candidates.allowed, 0.0)
+    finite_reference = reference.masked_fill(~candidates.allowed, 0.0)
+    entropy = -(p * finite_log_p).sum(dim=(-1, -2))  # (R, [G])
+    kl = (p * (finite_log_p - finite_reference)).sum(dim=(-1, -2))  # (R, [G])
     if per_draw:
         entropy, kl = entropy.mean(dim=1), kl.mean(dim=1)
         log_p_draws = log_p  # (R, G, k, D)
     else:
         log_p_draws = log_p.unsqueeze(1).expand(-1, group, -1, -1)  # (R, G, k, D)
     if sample:
-        noisy = log_p_draws.detach() + gumbel(tuple(log_p_draws.shape), log_p)
+        noisy = log_p_draws.detach() + gumbel(tuple(log_p_draws.shape), log_p, generator)
         choice = noisy.argmax(dim=-1)  # (R, G, k): Gumbel-max, one offset per boundary
     else:
         choice = log_p_draws.detach().argmax(dim=-1)  # (R, G, k): the mode
@@ -174,7 +179,7 @@ def _categorical_offsets(scores: Tensor, grid: Tensor, size: int, penalty: float
 
 
 def _coarse_offsets(coarse_scores: Tensor, starts: Tensor, n_coarse: int, penalty: float,
-                    sample: bool) -> PolicyDraw:
+                    sample: bool, generator: torch.Generator | None = None) -> PolicyDraw:
     """Coarse starts as offsets of the uniform grid on the fine-token axis.
 
     Parameters
@@ -197,7 +202,7 @@ def _coarse_offsets(coarse_scores: Tensor, starts: Tensor, n_coarse: int, penalt
     token_scores = coarse_scores.gather(1, starts.reshape(rows, -1)).reshape(starts.shape)
     grid = uniform_starts(n_fine, n_coarse, device=starts.device)  # (N2,) fine-token indices
     tokens, log_prob, entropy, kl = _categorical_offsets(
-        token_scores, grid, n_fine, penalty, 1, sample
+        token_scores, grid, n_fine, penalty, 1, sample, generator
     )  # tokens (R, G, N2)
     return PolicyDraw(starts=starts.gather(-1, tokens), log_prob=log_prob, entropy=entropy,
                       kl=kl)
@@ -209,12 +214,16 @@ class BoundaryPolicy:
     #: Whether the patcher's score heads start at zero (the mode is then the uniform grid).
     zero_init: bool = True
 
-    def draw(self, scores: Tensor, n_patches: int, group: int, sample: bool) -> PolicyDraw:
-        """Level-1 draws from ``scores`` ``(R, L)``: ``group`` samples, or the mode (``G = 1``)."""
+    def draw(self, scores: Tensor, n_patches: int, group: int, sample: bool,
+             generator: torch.Generator | None = None) -> PolicyDraw:
+        """Level-1 draws from ``scores`` ``(R, L)``: ``group`` samples, or the mode (``G = 1``).
+
+        Sampling noise comes from ``generator`` (default: torch's global generator).
+        """
         raise NotImplementedError
 
     def draw_coarse(self, coarse_scores: Tensor, starts: Tensor, n_coarse: int,
-                    sample: bool) -> PolicyDraw:
+                    sample: bool, generator: torch.Generator | None = None) -> PolicyDraw:
         """Level-2 starts among the fine ``starts`` ``(R, G, N1)`` of every draw."""
         raise NotImplementedError
 
@@ -235,17 +244,18 @@ class OffsetPolicy(BoundaryPolicy):
             raise ValueError(f"The offset penalty must be >= 0, got {penalty}.")
         self.penalty = float(penalty)
 
-    def draw(self, scores: Tensor, n_patches: int, group: int, sample: bool) -> PolicyDraw:
+    def draw(self, scores: Tensor, n_patches: int, group: int, sample: bool,
+             generator: torch.Generator | None = None) -> PolicyDraw:
         length = scores.shape[-1]
         grid = uniform_starts(length, n_patches, device=scores.device)  # (N,)
         starts, log_prob, entropy, kl = _categorical_offsets(
-            scores, grid, length, self.penalty, group if sample else 1, sample
+            scores, grid, length, self.penalty, group if sample else 1, sample, generator
         )
         return PolicyDraw(starts=starts, log_prob=log_prob, entropy=entropy, kl=kl)
 
     def draw_coarse(self, coarse_scores: Tensor, starts: Tensor, n_coarse: int,
-                    sample: bool) -> PolicyDraw:
-        return _coarse_offsets(coarse_scores, starts, n_coarse, self.penalty, sample)
+                    sample: bool, generator: torch.Generator | None = None) -> PolicyDraw:
+        return _coarse_offsets(coarse_scores, starts, n_coarse, self.penalty, sample, generator)
 
 
 class DensityPolicy(BoundaryPolicy):
@@ -317,18 +327,25 @@ class DensityPolicy(BoundaryPolicy):
         shifted = shifted.clamp(0, length - n_patches * shortest)
         return F.pad(shifted + j * shortest, (1, 0), value=0)  # (R, G, N)
 
-    def draw(self, scores: Tensor, n_patches: int, group: int, sample: bool) -> PolicyDraw:
+    def draw(self, scores: Tensor, n_patches: int, group: int, sample: bool,
+             generator: torch.Generator | None = None) -> PolicyDraw:
         rows, length = scores.shape
+        if n_patches == 1:  # one patch: nothing to choose (no action, probability 1)
+            zeros = scores.new_zeros(rows, group if sample else 1)
+            starts = torch.zeros(*zeros.shape, 1, dtype=torch.long, device=scores.device)
+            return PolicyDraw(starts=starts, log_prob=zeros, entropy=zeros[:, 0],
+                              kl=zeros[:, 0])
         cell_start, cell_length, average = self._cells(length, n_patches, scores.device)
         mean = scores @ average.to(scores.dtype)  # (R, K): log-density means
         cells = mean.shape[-1]
         if sample:
             if self.antithetic and group % 2 == 0:
                 half = torch.randn(rows, group // 2, cells, device=scores.device,
-                                   dtype=scores.dtype)
+                                   dtype=scores.dtype, generator=generator)
                 noise = torch.cat([half, -half], dim=1)  # (R, G, K)
             else:
-                noise = torch.randn(rows, group, cells, device=scores.device, dtype=scores.dtype)
+                noise = torch.randn(rows, group, cells, device=scores.device, dtype=scores.dtype,
+                                    generator=generator)
         else:
             noise = scores.new_zeros(rows, 1, cells)  # the mode
         action = mean.detach().unsqueeze(1) + self.sigma * noise  # (R, G, K)
@@ -344,8 +361,8 @@ class DensityPolicy(BoundaryPolicy):
         return PolicyDraw(starts=starts, log_prob=log_prob, entropy=entropy, kl=kl)
 
     def draw_coarse(self, coarse_scores: Tensor, starts: Tensor, n_coarse: int,
-                    sample: bool) -> PolicyDraw:
-        return _coarse_offsets(coarse_scores, starts, n_coarse, 1.0, sample)
+                    sample: bool, generator: torch.Generator | None = None) -> PolicyDraw:
+        return _coarse_offsets(coarse_scores, starts, n_coarse, 1.0, sample, generator)
 
 
 class TopKPolicy(BoundaryPolicy):
@@ -362,6 +379,7 @@ class TopKPolicy(BoundaryPolicy):
 
     @staticmethod
     def _top_k(candidates: Tensor, n_choose: int, group: int, sample: bool,
+               generator: torch.Generator | None = None,
                ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """Order ``(R, G, n_choose)``, log-probability ``(R, G)``, entropy and KL ``(R,)``."""
         log_p = torch.log_softmax(candidates, dim=-1)  # (R, [G,] M)
@@ -374,26 +392,28 @@ class TopKPolicy(BoundaryPolicy):
         else:
             scores = candidates.detach().unsqueeze(1).expand(-1, group, -1)  # (R, G, M)
         if sample:
-            scores = scores + gumbel(tuple(scores.shape), candidates)
+            scores = scores + gumbel(tuple(scores.shape), candidates, generator)
         # topk returns the indices in decreasing score: the order of the draw.
         order = scores.topk(n_choose, dim=-1).indices  # (R, G, n_choose)
         return order, plackett_luce_log_prob(candidates, order), entropy, kl
 
-    def draw(self, scores: Tensor, n_patches: int, group: int, sample: bool) -> PolicyDraw:
+    def draw(self, scores: Tensor, n_patches: int, group: int, sample: bool,
+             generator: torch.Generator | None = None) -> PolicyDraw:
         order, log_prob, entropy, kl = self._top_k(
-            scores[:, 1:], n_patches - 1, group if sample else 1, sample
+            scores[:, 1:], n_patches - 1, group if sample else 1, sample, generator
         )  # position 0 always starts a patch
         positions = torch.sort(order, dim=-1).values + 1  # (R, G, k)
         return PolicyDraw(starts=F.pad(positions, (1, 0), value=0), log_prob=log_prob,
                           entropy=entropy, kl=kl)
 
     def draw_coarse(self, coarse_scores: Tensor, starts: Tensor, n_coarse: int,
-                    sample: bool) -> PolicyDraw:
+                    sample: bool, generator: torch.Generator | None = None) -> PolicyDraw:
         rows = starts.shape[0]
         positions = starts[..., 1:]  # (R, G, k1): position 0 is a coarse start anyway
         candidates = coarse_scores.gather(1, positions.reshape(rows, -1)).reshape(
             positions.shape)  # (R, G, k1)
-        order, log_prob, entropy, kl = self._top_k(candidates, n_coarse - 1, 1, sample)
+        order, log_prob, entropy, kl = self._top_k(candidates, n_coarse - 1, 1, sample,
+                                                   generator)
         chosen = positions.gather(-1, order)  # (R, G, k2)
         coarse = F.pad(torch.sort(chosen, dim=-1).values, (1, 0), value=0)  # (R, G, N2)
         return PolicyDraw(starts=coarse, log_prob=log_prob, entropy=entropy, kl=kl)
