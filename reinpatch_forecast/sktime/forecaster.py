@@ -74,9 +74,11 @@ class ReinPatchForecaster(BaseForecaster):
     Each target column's lookback window of ``input_chunk_length`` steps is cut into
     ``ceil(input_chunk_length / compression_rate)`` contiguous patches by a *patcher*; each
     patch becomes a token, and a Transformer with a flatten head forecasts the horizon. The
-    learned patcher is trained by Group Relative Policy Gradient: ``group_size`` patchings are
-    drawn per series, and each one is rewarded by the negative forecasting loss it leads to.
-    Prediction uses the patcher's most likely boundaries (arXiv 2603.26097).
+    learned patcher is trained by Group Relative Policy Gradient (arXiv 2603.26097): the
+    backbone trains on the patcher's decoded (most likely) patching, the one prediction uses;
+    ``group_size`` sampled patchings per series are scored against it, and a sample's advantage
+    is its reward (negative forecasting loss) minus the decode's. A new learned patcher decodes
+    exactly the uniform grid and moves a boundary only where the reward pays for it.
 
     This forecaster delegates training and prediction to the darts model
     :class:`~reinpatch_forecast.darts.ReinPatchModel`. The model parameters keep their darts
@@ -106,19 +108,21 @@ class ReinPatchForecaster(BaseForecaster):
         :class:`~reinpatch_forecast.nn.LearnedPatcher` or the path of a saved one.
     patcher_init : str, path, LearnedPatcher or None, default=None
         With ``patcher="learned"``: start GRPG from these weights (``"pretrained"``, a
-        ``LearnedPatcher`` or a path) instead of a random policy.
-    group_size : int, default=8
-        Patchings drawn per series in a training step (>= 2 for ``"learned"``).
-    backbone_draws : int or None, default=1
-        How many of the ``group_size`` draws train the backbone; the others only score rewards
-        (a forward pass without gradients). ``None``: all of them (slower; no more accurate in
-        the project's measurements).
+        ``LearnedPatcher`` or a path) instead of a new patcher.
+    policy : str or None, default=None
+        The learned patcher's boundary policy: ``"offset"`` (every boundary moves a few steps
+        around the uniform grid; the default), ``"density"`` (boundaries at the quantiles of a
+        learned density: resolution moves across the whole window) or ``"topk"`` (the first
+        version's policy, kept as an ablation). ``None``: ``"offset"``, unless ``patcher`` or
+        ``patcher_init`` gives a pretrained patcher, whose own policy is used (an explicit
+        policy that differs from it raises a ``ValueError``).
+    group_size : int, default=4
+        Patchings sampled per series in a training step and scored against the decoded one
+        (without gradients; a step costs about ``1 + group_size / 3`` uniform steps).
+    kl_coef : float, default=0.1
+        Weight of the KL anchor that keeps the policy near its reference (the uniform grid).
     patcher_lr : float or None, default=None
         Learning rate of the patcher; ``None`` uses 3 x ``learning_rate``.
-    entropy_coef : float, default=1e-3
-        Weight of the entropy bonus in the policy loss.
-    scale_rewards : str, default="group"
-        Advantage normalisation: ``"group"``, ``"batch"`` or ``"none"``.
     d_model : int, default=64
         Width of the Transformer.
     n_heads : int, default=4
@@ -127,8 +131,9 @@ class ReinPatchForecaster(BaseForecaster):
         Transformer layers.
     dropout : float, default=0.1
         Dropout rate.
-    resample_points : int, default=8
-        Points each patch is resampled to for its shape token.
+    resample_points : int or None, default=None
+        Points each patch is resampled to (area resampling) for its shape token; ``None``:
+        ``ceil(compression_rate)``, every value of a uniform patch.
     revin_affine : bool, default=False
         Learn an affine map in the instance normalisation (shared by all columns, since each
         column is trained as its own series).
@@ -235,16 +240,15 @@ class ReinPatchForecaster(BaseForecaster):
         levels: int = 1,
         patcher: Any = "learned",
         patcher_init: Any = None,
-        group_size: int = 8,
-        backbone_draws: int | None = 1,
+        policy: str | None = None,
+        group_size: int = 4,
+        kl_coef: float = 0.1,
         patcher_lr: float | None = None,
-        entropy_coef: float = 1e-3,
-        scale_rewards: str = "group",
         d_model: int = 64,
         n_heads: int = 4,
         n_layers: int = 2,
         dropout: float = 0.1,
-        resample_points: int = 8,
+        resample_points: int | None = None,
         revin_affine: bool = False,
         batch_size: int = 32,
         n_epochs: int = 100,
@@ -260,11 +264,10 @@ class ReinPatchForecaster(BaseForecaster):
         self.levels = levels
         self.patcher = patcher
         self.patcher_init = patcher_init
+        self.policy = policy
         self.group_size = group_size
-        self.backbone_draws = backbone_draws
+        self.kl_coef = kl_coef
         self.patcher_lr = patcher_lr
-        self.entropy_coef = entropy_coef
-        self.scale_rewards = scale_rewards
         self.d_model = d_model
         self.n_heads = n_heads
         self.n_layers = n_layers
@@ -307,21 +310,24 @@ class ReinPatchForecaster(BaseForecaster):
         from ..nn import PATCHER_NAMES, ReinPatchConfig
 
         if isinstance(self.patcher, str) and self.patcher in PATCHER_NAMES:
-            # the horizon is not known before fit; any valid one checks the other sizes
-            ReinPatchConfig(**self._network_kwargs(), output_length=1)
+            # the horizon is not known before fit; any valid one checks the other sizes. A
+            # pretrained patcher's policy (patcher_init) is checked by the darts model at fit.
+            kwargs = self._network_kwargs()
+            kwargs["policy"] = kwargs["policy"] or "offset"
+            ReinPatchConfig(**kwargs, output_length=1)
 
     # -- darts model ------------------------------------------------------------------------
     def _network_kwargs(self) -> dict[str, Any]:
-        """The network's sizes, as :class:`~reinpatch_forecast.nn.ReinPatchConfig` names them."""
+        """The network's settings, as :class:`~reinpatch_forecast.nn.ReinPatchConfig` names them
+        (``policy`` may be ``None``, as in the darts model)."""
         return dict(
             input_length=self.input_chunk_length,
             compression_rate=self.compression_rate,
             levels=self.levels,
             patcher=self.patcher,
+            policy=self.policy,
             group_size=self.group_size,
-            backbone_draws=self.backbone_draws,
-            entropy_coef=self.entropy_coef,
-            scale_rewards=self.scale_rewards,
+            kl_coef=self.kl_coef,
             d_model=self.d_model,
             n_heads=self.n_heads,
             n_layers=self.n_layers,
@@ -750,10 +756,13 @@ class ReinPatchForecaster(BaseForecaster):
         Returns
         -------
         params : list of dict
-            Two tiny configurations (one epoch, ``d_model=8``, lookback 6) that train in well
+            Three tiny configurations (one epoch, ``d_model=8``, lookback 6) that train in well
             under a second and fit sktime's shortest test series (10 steps, horizon up to 3): a
-            point forecaster with the uniform patcher, and a probabilistic one (quantile
-            likelihood) with the learned patcher and GRPG groups of 2.
+            point forecaster with the uniform patcher, a probabilistic one (quantile
+            likelihood) with the learned patcher (default ``"offset"`` policy) and GRPG groups
+            of 2, and a point forecaster with the ``"density"`` policy and another ``kl_coef``.
+            (The ``"topk"`` ablation is left out: each learned set adds 1.5-2 minutes to
+            sktime's checks.)
         """
         tiny = {
             "input_chunk_length": 6,
@@ -764,15 +773,14 @@ class ReinPatchForecaster(BaseForecaster):
             "batch_size": 8,
             "resample_points": 4,
         }
+        learned = {**tiny, "patcher": "learned", "compression_rate": 3, "group_size": 2}
         return [
             {**tiny, "patcher": "uniform", "compression_rate": 2},
             {
-                **tiny,
-                "patcher": "learned",
-                "compression_rate": 3,
-                "group_size": 2,
+                **learned,
                 "likelihood": "quantile",
                 "quantiles": (0.1, 0.5, 0.9),
                 "num_samples": 50,
             },
+            {**learned, "policy": "density", "kl_coef": 0.2},
         ]

@@ -98,6 +98,25 @@ def foundation_patcher_file(tmp):
     return tiny(patcher=str(path)).fit(sktime_series(sine_values(60)), fh=[1, 2, 3]).predict()
 
 
+def patcher_with_another_policy(tmp):
+    path = tmp / "patcher.pt"
+    save_patcher(LearnedPatcher(policy="offset", hidden_size=8, n_layers=1), path)
+    forecaster = tiny(patcher=str(path), policy="density")
+    return forecaster.fit(sktime_series(sine_values(60)), fh=[1, 2, 3])
+
+
+def version_1_patcher_file(tmp):
+    import torch
+
+    from reinpatch_forecast.foundation import patcher_state
+
+    state = patcher_state(LearnedPatcher(policy="topk", hidden_size=8, n_layers=1))
+    state["version"] = 1
+    state["config"] = {"hidden_size": 8, "n_layers": 1, "kernel_size": 3, "uniform_prior": 3.0}
+    torch.save(state, tmp / "old.pt")
+    return tiny(patcher=str(tmp / "old.pt")).fit(sktime_series(sine_values(60)), fh=[1, 2, 3])
+
+
 CASES = [
     # -- values ---------------------------------------------------------------------------------
     Case("nan_in_target", fit_predict(with_value(np.nan)), ValueError,
@@ -141,8 +160,18 @@ CASES = [
          ValueError, r"compression_rate=13 is larger than the lookback input_length=12"),
     Case("compression_rate_below_1", lambda tmp: tiny(compression_rate=0.5), ValueError,
          r"compression_rate must be >= 1"),
-    Case("group_size_1_with_learned_patcher", lambda tmp: tiny(group_size=1), ValueError,
-         r"group_size=1 with the learned patcher: GRPG .* needs group_size >= 2"),
+    Case("group_size_0", lambda tmp: tiny(group_size=0), ValueError,
+         r"group_size must be a positive integer \(patchings sampled per series and scored "
+         r"against the decoded one\), got 0"),
+    Case("unknown_policy", lambda tmp: tiny(policy="greedy"), ValueError,
+         r"Unknown policy 'greedy': use 'offset' .*, 'density' .* or 'topk'"),
+    Case("negative_kl_coef", lambda tmp: tiny(kl_coef=-0.5), ValueError,
+         r"kl_coef must be a finite number >= 0, got -0\.5"),
+    Case("policy_other_than_the_given_patcher", patcher_with_another_policy, ValueError,
+         r"policy='density' but the given patcher was trained with policy='offset': a "
+         r"pretrained patcher keeps its policy\. Leave policy=None"),
+    Case("version_1_patcher_file", version_1_patcher_file, ValueError,
+         r"is a version-1 patcher .* Pretrain a new patcher"),
     Case("predict_before_fit", lambda tmp: tiny().predict(fh=[1, 2]), NotFittedError,
          r"has not been fitted yet\. Please call `fit` first"),
     Case("patcher_file_of_another_format", foreign_patcher_file, ValueError,

@@ -328,12 +328,64 @@ def test_error_pretrain_without_fh():
         ({"likelihood": "poisson"}, "likelihood must be"),
         ({"quantiles": (0.1, 0.9)}, "only with likelihood='quantile'"),
         ({"likelihood": "quantile", "quantiles": (0.0, 0.5)}, "strictly between 0 and 1"),
-        ({"patcher": "learned", "group_size": 1}, "group_size"),
+        ({"patcher": "learned", "group_size": 0}, "group_size must be a positive integer"),
+        ({"policy": "entropy"}, "Unknown policy 'entropy'"),
+        ({"kl_coef": -1.0}, "kl_coef must be a finite number >= 0"),
     ],
 )
 def test_error_invalid_parameters_at_construction(params, match):
     with pytest.raises(ValueError, match=match):
         ReinPatchForecaster(**params)
+
+
+def test_removed_grpg_options_are_not_parameters():
+    params = ReinPatchForecaster().get_params()
+    for removed in ("backbone_draws", "rollout_fraction", "entropy_coef", "scale_rewards",
+                    "uniform_prior"):
+        assert removed not in params
+        with pytest.raises(TypeError, match=removed):
+            ReinPatchForecaster(**{removed: 1})
+
+
+def test_model_parameters_match_the_darts_model():
+    """Every ReinPatch option of the darts model is a forecaster parameter, same default."""
+    import inspect
+
+    from reinpatch_forecast import ReinPatchModel
+
+    darts_params = inspect.signature(ReinPatchModel.__init__).parameters
+    ours = inspect.signature(ReinPatchForecaster.__init__).parameters
+    # the horizon comes from fh; the shift is not offered by the sktime face
+    skipped = {"self", "kwargs", "output_chunk_length", "output_chunk_shift",
+               "input_chunk_length"}
+    for name, parameter in darts_params.items():
+        if name in skipped:
+            continue
+        assert name in ours, name
+        assert ours[name].default == parameter.default, name
+
+
+@pytest.mark.parametrize("policy", ["density", "topk"])
+def test_policy_reaches_the_darts_model(airline, policy):
+    forecaster = tiny(policy=policy, kl_coef=0.2, group_size=2).fit(airline, fh=[1, 2])
+    model = forecaster.get_fitted_params()["model"]
+    network = model.model.network
+    assert network.config.policy == policy and network.patcher.policy_name == policy
+    assert network.config.kl_coef == 0.2 and network.config.group_size == 2
+    assert np.isfinite(forecaster.predict().to_numpy()).all()
+
+
+def test_a_given_patcher_keeps_its_policy(airline, tmp_path):
+    from reinpatch_forecast.foundation import save_patcher
+    from reinpatch_forecast.nn import LearnedPatcher
+
+    torch.manual_seed(0)
+    path = tmp_path / "density.pt"
+    save_patcher(LearnedPatcher(policy="density", hidden_size=8, n_layers=1), path)
+    zero_shot = tiny(patcher=str(path), n_epochs=1).fit(airline, fh=[1, 2])
+    assert zero_shot.get_fitted_params()["model"].model.network.config.policy == "density"
+    with pytest.raises(ValueError, match="policy='topk' but the given patcher was trained"):
+        tiny(patcher_init=str(path), policy="topk").fit(airline, fh=[1, 2])
 
 
 # -- foundation patcher and two levels ---------------------------------------------------------
