@@ -1,18 +1,25 @@
 """Training and inference speed of ReinPatch against the same network with fixed patches and
-against darts' TSMixer and DLinear, in one process, with warm-up and medians over repeats.
+against darts' TSMixer and DLinear, in one process per model, with warm-up and medians over
+repeats.
+
+A ReinPatch train step is the product path: ``ReinPatchNetwork.training_losses`` (the call the
+darts module's ``training_step`` makes: the backbone on the decoded patching, ``G`` samples
+scored without gradients, the policy loss), then backward and an Adam step. Every time is also
+given as a ratio to the uniform step of the same network.
 
 Writes ``benchmarks/results/speed.md`` and ``speed.csv`` (with the commit and the date).
 
-python benchmarks/speed.py              # all tables (about 10 minutes on 2 cores)
-python benchmarks/speed.py --quick      # fewer repeats
+python benchmarks/speed.py              # all tables (about 5 minutes on 2 cores)
+python benchmarks/speed.py --quick      # smoke: 1 repeat, no darts peers, L in {96, 192}
 python benchmarks/speed.py --threads 1  # torch threads of every measurement (default 2)
+
+Run it on an otherwise idle machine: with other processes on the cores, use ``--threads 1``
+(two OpenMP threads on a busy 2-core machine inflated every time several-fold in a test).
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
-import datetime as dt
 import json
 import platform
 import resource
@@ -25,17 +32,12 @@ from typing import Callable
 
 import torch
 
-REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "benchmarks" / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import RESULTS, git_commit, utc_now, write_csv, write_markdown  # noqa: E402
+
 BATCH, CHANNELS, HORIZON, RATE = 32, 7, 96, 8
-
-
-def git_commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, text=True,
-                              capture_output=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+PREDICT_BATCH = 256
 
 
 def median_seconds(step: Callable[[], None], repeats: int, warmup: int = 2) -> float:
@@ -52,25 +54,31 @@ def median_seconds(step: Callable[[], None], repeats: int, warmup: int = 2) -> f
 # -- models under test -------------------------------------------------------------------------
 
 
-def reinpatch(lookback: int, patcher: str = "learned", group: int = 8,
-              backbone_draws: int | None = None, d_model: int = 64,
-              rollout_fraction: float | None = None, frozen: bool = False):
+def reinpatch_network(lookback: int, patcher: str = "learned", policy: str = "offset",
+                      group: int = 4, d_model: int = 64):
     from reinpatch_forecast.nn import ReinPatchConfig, ReinPatchNetwork
 
     torch.manual_seed(0)
     config = ReinPatchConfig(
         input_length=lookback, output_length=HORIZON, n_channels=CHANNELS, compression_rate=RATE,
-        patcher=patcher, group_size=group if patcher == "learned" else 1,
-        backbone_draws=backbone_draws, d_model=d_model, n_heads=4, n_layers=2,
-        rollout_fraction=rollout_fraction if patcher == "learned" else None,
+        patcher=patcher, policy=policy, group_size=group, d_model=d_model, n_heads=4,
+        n_layers=2,
     )
-    network = ReinPatchNetwork(config)
+    return ReinPatchNetwork(config)
+
+
+def reinpatch(lookback: int, patcher: str = "learned", policy: str = "offset", group: int = 4,
+              frozen: bool = False):
+    network = reinpatch_network(lookback, patcher, policy, group)
     if frozen:  # a foundation patcher used zero-shot: only the backbone trains
         network.patcher.freeze()
-    optimiser = torch.optim.Adam([p for p in network.parameters() if p.requires_grad], lr=1e-3)
+    optimiser = torch.optim.Adam(
+        [{"params": network.backbone_parameters(), "lr": 1e-3},
+         {"params": network.patcher_parameters(), "lr": 3e-3}]
+    )
 
     def train_step(x, y):
-        losses = network.training_losses(x, y)
+        losses = network.training_losses(x, y)  # what the darts module's training_step calls
         optimiser.zero_grad(set_to_none=True)
         losses.loss.backward()
         optimiser.step()
@@ -125,98 +133,114 @@ def darts_peer(name: str, lookback: int):
 
 def build(spec: dict):
     if spec["family"] == "reinpatch":
-        return reinpatch(spec["lookback"], spec["patcher"], spec.get("group", 8),
-                         spec.get("backbone_draws"),
-                         rollout_fraction=spec.get("rollout_fraction"),
-                         frozen=spec.get("frozen", False))
+        return reinpatch(spec["lookback"], spec["patcher"], spec.get("policy", "offset"),
+                         spec.get("group", 4), frozen=spec.get("frozen", False))
     return darts_peer(spec["family"], spec["lookback"])
 
 
-def measure(spec: dict, repeats: int) -> dict:
+def measure(spec: dict, repeats: int, warmup: int = 2) -> dict:
     """Train step and predict throughput of one model (run in a fresh process for memory)."""
     module, train_step, predict = build(spec)
     generator = torch.Generator().manual_seed(0)
     x = torch.randn(BATCH, spec["lookback"], CHANNELS, generator=generator)
     y = torch.randn(BATCH, HORIZON, CHANNELS, generator=generator)
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    step = median_seconds(lambda: train_step(x, y), repeats)
-    x_predict = torch.randn(256, spec["lookback"], CHANNELS, generator=generator)
-    predict_s = median_seconds(lambda: predict(x_predict), repeats)
+    step = median_seconds(lambda: train_step(x, y), repeats, warmup)
+    x_predict = torch.randn(PREDICT_BATCH, spec["lookback"], CHANNELS, generator=generator)
+    predict_s = median_seconds(lambda: predict(x_predict), repeats, warmup)
     rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {
         **spec,
         "params": sum(p.numel() for p in module.parameters()),
         "train_step_ms": 1000 * step,
         "train_windows_per_s": BATCH / step,
-        "predict_windows_per_s": 256 / predict_s,
+        "predict_windows_per_s": PREDICT_BATCH / predict_s,
         "peak_rss_mb": rss_after / 1024,
         "rss_growth_mb": (rss_after - rss_before) / 1024,
     }
 
 
-def measure_in_subprocess(spec: dict, repeats: int, threads: int) -> dict:
+def measure_in_subprocess(spec: dict, repeats: int, threads: int, warmup: int = 2) -> dict:
     out = subprocess.run(
         [sys.executable, __file__, "--one", json.dumps(spec), "--repeats", str(repeats),
-         "--threads", str(threads)],
+         "--threads", str(threads), "--warmup", str(warmup)],
         capture_output=True, text=True, check=True,
     ).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
-def component_shares(lookback: int, repeats: int) -> dict[str, float]:
-    """Time of each part of a GRPG training step (G = 8), measured one part at a time."""
+def component_times(lookback: int, repeats: int, warmup: int = 2) -> dict[str, float]:
+    """Time of each part of the default GRPG training step, measured one part at a time."""
     from reinpatch_forecast.nn.segments import resample_patches, segment_mean
 
-    network, _, _ = reinpatch(lookback)
+    network, train_step, _ = reinpatch(lookback)
     config = network.config
+    group = config.group_size
     generator = torch.Generator().manual_seed(0)
     x = torch.randn(BATCH, lookback, CHANNELS, generator=generator)
     y = torch.randn(BATCH, HORIZON, CHANNELS, generator=generator)
-    optimiser = torch.optim.Adam(network.parameters(), lr=1e-3)
     patcher_input, backbone_input, _ = network._normalise(x)
-    patching = network.patcher.sample(patcher_input, config.n_patches, config.group_size)
-    starts = patching.starts
+    patcher_input, backbone_input = patcher_input.detach(), backbone_input.detach()
+    decoded, samples = network.patcher.explore(patcher_input, config.n_patches, group)
 
     def patcher_part():
-        p = network.patcher.sample(patcher_input, config.n_patches, config.group_size)
-        p.log_prob.sum().backward()
+        d, s = network.patcher.explore(patcher_input, config.n_patches, group)
+        (s.log_prob.sum() + d.kl.sum()).backward()
 
     def segment_part():
-        local = torch.randn(starts.shape[0], lookback, config.d_model, requires_grad=True)
-        values = patcher_input.detach().requires_grad_(True)
-        (segment_mean(local, starts).sum() + resample_patches(values, starts, 8).sum()).backward()
+        local = torch.randn(decoded.starts.shape[0], lookback, config.d_model,
+                            requires_grad=True)
+        values = patcher_input.clone().requires_grad_(True)
+        (segment_mean(local, decoded.starts).sum()
+         + resample_patches(values, decoded.starts, config.resample_points).sum()).backward()
 
-    def backbone_part():
-        out = network.backbone(backbone_input.detach(), starts)
-        out.sum().backward()
+    def decode_part():
+        network.backbone(backbone_input, decoded.starts).sum().backward()
 
-    def optimiser_part():
-        optimiser.step()
+    def scoring_part():
+        with torch.no_grad():
+            network.backbone(backbone_input, samples.starts)
 
-    def whole():
-        losses = network.training_losses(x, y)
-        optimiser.zero_grad(set_to_none=True)
-        losses.loss.backward()
-        optimiser.step()
-
-    network.zero_grad()
     for p in network.parameters():
         p.grad = torch.zeros_like(p)
+    optimiser = torch.optim.Adam(network.parameters(), lr=1e-3)
     parts = {
-        "patcher (logits, Gumbel-top-k, log-prob; fwd+bwd)": patcher_part,
-        "segment ops (segment mean + resampling; fwd+bwd)": segment_part,
-        "backbone incl. tokeniser (B*C*G patchings; fwd+bwd)": backbone_part,
-        "optimiser step": optimiser_part,
+        f"patcher (scores, decode, {group} samples, log-prob, KL; fwd+bwd)": patcher_part,
+        "segment ops (segment mean + area resampling of the decode; fwd+bwd)": segment_part,
+        "backbone incl. tokeniser on the decode (B*C patchings; fwd+bwd)": decode_part,
+        f"backbone scoring the samples (B*C*{group} patchings; no grad)": scoring_part,
+        "optimiser step": optimiser.step,
     }
-    result = {name: median_seconds(fn, repeats) for name, fn in parts.items()}
-    result["whole training step"] = median_seconds(whole, repeats)
+    result = {name: median_seconds(fn, repeats, warmup) for name, fn in parts.items()}
+    result["whole training step"] = median_seconds(lambda: train_step(x, y), repeats, warmup)
     return result
+
+
+MODELS = [
+    {"name": "same network, uniform patches", "family": "reinpatch", "patcher": "uniform"},
+    {"name": "learned, offset policy, G=4 (the default)", "family": "reinpatch",
+     "patcher": "learned", "policy": "offset", "group": 4},
+    {"name": "learned, offset policy, G=8", "family": "reinpatch", "patcher": "learned",
+     "policy": "offset", "group": 8},
+    {"name": "learned, density policy, G=4", "family": "reinpatch", "patcher": "learned",
+     "policy": "density", "group": 4},
+    {"name": "learned, topk policy (v1 ablation), G=4", "family": "reinpatch",
+     "patcher": "learned", "policy": "topk", "group": 4},
+    {"name": "frozen learned patcher (foundation, zero-shot)", "family": "reinpatch",
+     "patcher": "learned", "frozen": True},
+    {"name": "darts TSMixer (hidden 64, 2 blocks)", "family": "TSMixer"},
+    {"name": "darts DLinear", "family": "DLinear"},
+]
+LOOKBACKS = (96, 192, 384, 768, 1024)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--quick", action="store_true",
+                        help="smoke run: 1 warm-up and 1 repeat, no darts peers or frozen row, "
+                             "L in {96, 192}")
     parser.add_argument("--repeats", type=int, default=None)
+    parser.add_argument("--warmup", type=int, default=None)
     parser.add_argument("--threads", type=int, default=2,
                         help="torch threads of every measurement (default 2)")
     parser.add_argument("--one", help=argparse.SUPPRESS)
@@ -225,68 +249,62 @@ def main(argv: list[str] | None = None) -> None:
     if args.threads < 1:
         parser.error(f"--threads must be >= 1, got {args.threads}")
     torch.set_num_threads(args.threads)
-    repeats = args.repeats or (5 if args.quick else 15)
+    repeats = args.repeats or (1 if args.quick else 15)
+    warmup = args.warmup if args.warmup is not None else (1 if args.quick else 2)
     if args.one:
-        print(json.dumps(measure(json.loads(args.one), repeats)))
+        print(json.dumps(measure(json.loads(args.one), repeats, warmup)))
         return
 
     lookback = 96
-    models = [
-        {"name": "ReinPatch G=8, backbone on all draws", "family": "reinpatch",
-         "patcher": "learned", "group": 8},
-        {"name": "ReinPatch G=8, backbone on 1 draw (the default)", "family": "reinpatch",
-         "patcher": "learned", "group": 8, "backbone_draws": 1},
-        {"name": "ReinPatch G=8, backbone on 1 draw, groups on 1/4 of the windows",
-         "family": "reinpatch", "patcher": "learned", "group": 8, "backbone_draws": 1,
-         "rollout_fraction": 0.25},
-        {"name": "ReinPatch G=4", "family": "reinpatch", "patcher": "learned", "group": 4},
-        {"name": "ReinPatch G=4, backbone on 1 draw", "family": "reinpatch",
-         "patcher": "learned", "group": 4, "backbone_draws": 1},
-        {"name": "frozen learned patcher (foundation, zero-shot)", "family": "reinpatch",
-         "patcher": "learned", "frozen": True},
-        {"name": "same network, uniform patches", "family": "reinpatch", "patcher": "uniform"},
-        {"name": "darts TSMixer (hidden 64, 2 blocks)", "family": "TSMixer"},
-        {"name": "darts DLinear", "family": "DLinear"},
-    ]
+    models = [m for m in MODELS if not args.quick
+              or (m["family"] == "reinpatch" and not m.get("frozen"))]
     rows = []
     for spec in models:
         spec = {**spec, "lookback": lookback}
         print(f"[speed] {spec['name']} ...", flush=True)
-        rows.append(measure_in_subprocess(spec, repeats, args.threads))
-    uniform = next(r for r in rows if r.get("patcher") == "uniform")
+        rows.append(measure_in_subprocess(spec, repeats, args.threads, warmup))
 
-    scaling = []
-    for length in (96, 192, 384, 768, 1024):
+    # L = 96: the rows above (uniform and the default learned step).
+    scaling = [{**row, "name": f"{row['patcher']} L={lookback}"} for row in rows[:2]]
+    for length in (LOOKBACKS[1:2] if args.quick else LOOKBACKS[1:]):
         for patcher in ("learned", "uniform"):
             spec = {"name": f"{patcher} L={length}", "family": "reinpatch", "patcher": patcher,
-                    "group": 8, "backbone_draws": 1, "lookback": length}
+                    "policy": "offset", "group": 4, "lookback": length}
             print(f"[speed] {spec['name']} ...", flush=True)
-            scaling.append(measure_in_subprocess(spec, max(3, repeats // 3), args.threads))
+            scaling.append(measure_in_subprocess(spec, max(1, repeats // 3), args.threads,
+                                                 warmup))
 
-    print("[speed] component shares ...", flush=True)
-    shares = component_shares(lookback, repeats)
-    write(rows, uniform, scaling, shares, args.out_dir)
+    print("[speed] component times ...", flush=True)
+    parts = component_times(lookback, repeats, warmup)
+    write(rows, scaling, parts, args.out_dir, args.quick)
 
 
-def write(rows, uniform, scaling, shares, out_dir: Path) -> None:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    with (out_dir / "speed.csv").open("w", newline="") as handle:
-        fields = ["name", "lookback", "params", "train_step_ms", "train_windows_per_s",
-                  "predict_windows_per_s", "peak_rss_mb", "commit", "date"]
-        writer = csv.DictWriter(handle, fieldnames=fields, extrasaction="ignore")
-        writer.writeheader()
-        for row in rows + scaling:
-            writer.writerow({**row, "commit": git_commit(), "date": now})
+def write(rows: list[dict], scaling: list[dict], parts: dict[str, float], out_dir: Path,
+          quick: bool = False) -> None:
+    uniform = next(r for r in rows if r.get("patcher") == "uniform")
+    for row in rows + scaling:
+        base = uniform if row in rows else next(
+            r for r in scaling if r["lookback"] == row["lookback"] and r["patcher"] == "uniform")
+        row["step_x_uniform"] = row["train_step_ms"] / base["train_step_ms"]
+        row["predict_x_uniform"] = row["predict_windows_per_s"] / base["predict_windows_per_s"]
+    write_csv(out_dir / "speed.csv", rows + scaling,
+              ["name", "lookback", "params", "train_step_ms", "step_x_uniform",
+               "train_windows_per_s", "predict_windows_per_s", "predict_x_uniform",
+               "peak_rss_mb"])
+    command = "python benchmarks/speed.py" + (" --quick" if quick else "")
     lines = [
         "# Speed: ReinPatch vs fixed patches vs darts peers",
         "",
-        f"Generated by `python benchmarks/speed.py` on {now} at commit `{git_commit()}`; "
+        f"Generated by `{command}` on {utc_now()} at commit `{git_commit()}`; "
         f"torch {torch.__version__}, {torch.get_num_threads()} threads, "
         f"{platform.processor() or platform.machine()}.",
         f"Batch {BATCH} windows x {CHANNELS} channels, H = {HORIZON}, compression rate {RATE}, "
         "d_model 64, 2 layers (ReinPatch). Each model runs in a fresh process; times are "
-        "medians after warm-up. A train step is forward, backward and Adam step.",
+        "medians after warm-up. A ReinPatch train step is `ReinPatchNetwork.training_losses` "
+        "(the darts module's training step: backbone on the decoded patching, G samples scored "
+        "without gradients, policy loss), backward and an Adam step; prediction decodes once. "
+        f"`x uniform`: ratio to the uniform-patch network (step time; predict throughput on "
+        f"batches of {PREDICT_BATCH} windows).",
         "",
         "| model | params | train step (ms) | x uniform | train windows/s | predict windows/s | "
         "x uniform | peak RSS (MB) |",
@@ -295,31 +313,33 @@ def write(rows, uniform, scaling, shares, out_dir: Path) -> None:
     for row in rows:
         lines.append(
             f"| {row['name']} | {row['params']:,} | {row['train_step_ms']:.1f} | "
-            f"{row['train_step_ms'] / uniform['train_step_ms']:.2f} | "
-            f"{row['train_windows_per_s']:.0f} | {row['predict_windows_per_s']:.0f} | "
-            f"{row['predict_windows_per_s'] / uniform['predict_windows_per_s']:.2f} | "
+            f"{row['step_x_uniform']:.2f} | {row['train_windows_per_s']:.0f} | "
+            f"{row['predict_windows_per_s']:.0f} | {row['predict_x_uniform']:.2f} | "
             f"{row['peak_rss_mb']:.0f} |"
         )
-    lines += ["", "## Scaling with the lookback (R = 8, so N = L / 8; G = 8, backbone on 1 draw)",
-              "", "| L | learned step (ms) | uniform step (ms) | learned x (L=96) | "
-              "uniform x (L=96) | learned predict windows/s |", "|---|---|---|---|---|---|"]
+    lines += ["", "## Scaling with the lookback (R = 8, so N = L / 8; learned = offset, G = 4)",
+              "", "| L | learned step (ms) | uniform step (ms) | learned x uniform | "
+              "learned x (L=96) | uniform x (L=96) | learned predict windows/s |",
+              "|---|---|---|---|---|---|---|"]
     base = next(r for r in scaling if r["lookback"] == 96 and r["patcher"] == "learned")
     base_uniform = next(r for r in scaling if r["lookback"] == 96 and r["patcher"] == "uniform")
     for length in sorted({r["lookback"] for r in scaling}):
         learned = next(r for r in scaling if r["lookback"] == length and r["patcher"] == "learned")
         uni = next(r for r in scaling if r["lookback"] == length and r["patcher"] == "uniform")
         lines.append(f"| {length} | {learned['train_step_ms']:.1f} | {uni['train_step_ms']:.1f} | "
+                     f"{learned['step_x_uniform']:.2f} | "
                      f"{learned['train_step_ms'] / base['train_step_ms']:.2f} | "
                      f"{uni['train_step_ms'] / base_uniform['train_step_ms']:.2f} | "
                      f"{learned['predict_windows_per_s']:.0f} |")
-    lines += ["", "## Where a GRPG step (G = 8, L = 96) spends its time", "",
-              "Each part timed alone on the step's own tensors (so shares need not sum to 1).", "",
-              "| part | ms | share of the whole step |", "|---|---|---|"]
-    whole = shares["whole training step"]
-    for name, seconds in shares.items():
-        lines.append(f"| {name} | {1000 * seconds:.1f} | {seconds / whole:.2f} |")
-    (out_dir / "speed.md").write_text("\n".join(lines) + "\n")
-    print((out_dir / "speed.md").read_text())
+    whole = parts["whole training step"]
+    lines += ["", "## Where the default GRPG step (offset, G = 4, L = 96) spends its time", "",
+              "Each part timed alone on the step's own tensors, in this process (so shares need "
+              "not sum to 1).", "",
+              "| part | ms | share of the whole step | x uniform step |", "|---|---|---|---|"]
+    for name, seconds in parts.items():
+        lines.append(f"| {name} | {1000 * seconds:.1f} | {seconds / whole:.2f} | "
+                     f"{1000 * seconds / uniform['train_step_ms']:.2f} |")
+    write_markdown(out_dir / "speed.md", lines, echo=True)
 
 
 if __name__ == "__main__":
