@@ -189,3 +189,44 @@ def decoded_patch_statistics(model, array, lookback: int, windows: int = 256) ->
     found = model.patch_boundaries(series)
     starts = np.stack([b.starts for b in found])  # (S, C, N)
     return patch_statistics(starts, lookback)
+
+
+def aggregate_seeds(records: Iterable[dict], key, fields: Sequence[str]) -> dict:
+    """Group run records by ``key(record)`` and average ``fields`` over their seeds.
+
+    A record's seed is ``record["seed"]`` (or ``record["spec"]["settings"]["seed"]``); a seed
+    met twice in a group keeps the later record. Each group gives ``{"n": seeds, "seeds":
+    "0 1 2", field: mean, field + "_std": std}`` (a field a record lacks is left out of its
+    mean; ``None`` when no record has it).
+    """
+    groups: dict[Any, dict[int, dict]] = {}
+    for record in records:
+        seed = record.get("seed", record.get("spec", {}).get("settings", {}).get("seed", 0))
+        groups.setdefault(key(record), {})[seed] = record
+    summary = {}
+    for group_key, by_seed in groups.items():
+        runs = [by_seed[s] for s in sorted(by_seed)]
+        row: dict[str, Any] = {"n": len(runs), "seeds": " ".join(map(str, sorted(by_seed)))}
+        for name in fields:
+            values = [r[name] for r in runs if r.get(name) is not None]
+            mean, std = mean_std(values) if values else (None, None)
+            row[name], row[f"{name}_std"] = mean, std
+        summary[group_key] = row
+    return summary
+
+
+def shard(items: Sequence, which: str | None) -> list:
+    """The items of shard ``"i/n"`` (every n-th item from the i-th, 0-based); all for ``None``.
+
+    Two processes given ``0/2`` and ``1/2`` share a run cache without training one
+    configuration twice.
+    """
+    if not which:
+        return list(items)
+    try:
+        index, count = (int(part) for part in which.split("/"))
+    except ValueError:
+        raise SystemExit(f"--shard must look like 0/2, got {which!r}") from None
+    if not 0 <= index < count:
+        raise SystemExit(f"--shard {which}: need 0 <= i < n")
+    return list(items)[index::count]

@@ -1,0 +1,94 @@
+"""Pure helpers of the benchmark scripts (benchmarks/_common.py, boundaries.py, compression.py,
+synthetic.py): patch statistics, seed aggregation, sharding, generated data, plans."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def common():
+    if str(BENCHMARKS) not in sys.path:
+        sys.path.insert(0, str(BENCHMARKS))
+    import _common
+
+    return _common
+
+
+@pytest.fixture(scope="module")
+def boundaries(common):
+    return common.import_benchmark("boundaries")
+
+
+def test_patch_statistics_of_the_grid_and_of_a_skewed_patching(common):
+    grid = np.array([[0, 8, 16, 24]])  # L = 32, N = 4: the uniform grid
+    stats = common.patch_statistics(grid, 32)
+    assert stats == {"first_length": 8.0, "last_length": 8.0, "one_step_share": 0.0,
+                     "length_std": 0.0, "grid_distance": 0.0}
+    skewed = np.array([[[0, 20, 21, 22]], [[0, 8, 16, 24]]])  # (S, C, N)
+    stats = common.patch_statistics(skewed, 32)
+    assert stats["first_length"] == pytest.approx((20 + 8) / 2)
+    assert stats["last_length"] == pytest.approx((10 + 8) / 2)
+    assert stats["one_step_share"] == pytest.approx(2 / 8)
+    assert stats["grid_distance"] == pytest.approx((0 + 12 + 5 + 2) / 8)
+
+
+def test_aggregate_seeds_means_stds_and_later_duplicates(common):
+    records = [{"model": "a", "seed": 0, "mse": 1.0}, {"model": "a", "seed": 1, "mse": 3.0},
+               {"model": "b", "seed": 0, "mse": 2.0}, {"model": "b", "seed": 0, "mse": 4.0}]
+    summary = common.aggregate_seeds(records, lambda r: r["model"], ["mse", "absent"])
+    assert summary["a"]["mse"] == 2.0
+    assert summary["a"]["mse_std"] == pytest.approx(np.sqrt(2))
+    assert (summary["a"]["n"], summary["a"]["seeds"]) == (2, "0 1")
+    assert (summary["b"]["n"], summary["b"]["mse"], summary["b"]["mse_std"]) == (1, 4.0, 0.0)
+    assert summary["a"]["absent"] is None
+
+
+def test_shards_partition_the_plan(common):
+    items = list(range(7))
+    parts = [common.shard(items, f"{i}/3") for i in range(3)]
+    assert sorted(sum(parts, [])) == items
+    assert common.shard(items, None) == items
+    with pytest.raises(SystemExit):
+        common.shard(items, "3/3")
+
+
+def test_format_mean_std(common):
+    assert common.format_mean_std(0.4, 0.0, 1) == "0.4000"
+    assert common.format_mean_std(0.4, 0.01234, 3) == "0.4000 ± 0.0123"
+
+
+@pytest.mark.parametrize("task", ["random_walk", "trend_bursts"])
+def test_generated_series_are_seeded_and_split_in_time(boundaries, task):
+    a = boundaries.make_splits(task, 3, 1000, 96, data_seed=0)
+    b = boundaries.make_splits(task, 3, 1000, 96, data_seed=0)
+    c = boundaries.make_splits(task, 3, 1000, 96, data_seed=1)
+    assert np.array_equal(a.test, b.test) and not np.array_equal(a.test, c.test)
+    assert a.train.shape == (700, 3) and a.train.dtype == np.float32
+    assert a.val.shape == (100 + 96, 3) and a.test.shape == (200 + 96, 3)
+    assert np.allclose(a.train.mean(axis=0), 0, atol=1e-5)
+    assert np.allclose(a.train.std(axis=0), 1, atol=1e-4)
+    assert np.array_equal(a.val[-96:], a.test[:96])  # test's lookback = the end of val
+
+
+def test_boundaries_summary_ratio_to_uniform(boundaries):
+    def record(model, seed, mse):
+        params = {"R": 8} if model == "uniform" else {"R": 8, "policy": model}
+        family = "uniform" if model == "uniform" else "learned"
+        return {"spec": {"dataset": "random_walk", "horizon": 24, "model": family,
+                         "params": params, "settings": {"seed": seed}},
+                "seed": seed, "test_mse": mse,
+                "patches": {"first_length": 8.0, "last_length": 8.0, "one_step_share": 0.0,
+                            "grid_distance": 0.0}}
+
+    rows = boundaries.summarise([record("uniform", 0, 0.5), record("uniform", 1, 0.7),
+                                 record("density", 0, 0.45), record("density", 1, 0.63)])
+    assert [r["model"] for r in rows] == ["uniform", "density"]
+    assert rows[1]["ratio"] == pytest.approx(0.9)
+    assert rows[0]["test_mse_std"] == pytest.approx(np.std([0.5, 0.7], ddof=1))
