@@ -257,8 +257,9 @@ def main(argv: list[str] | None = None) -> None:
             append_jsonl(record, cache)
             print(f"[boundaries]   test MSE {record['test_mse']:.4f} "
                   f"({record['train_seconds']:.0f} s)", flush=True)
-    wanted = {spec.key for spec in specs}
-    records = [r for r in load_jsonl(cache) if r["key"] in wanted]
+    # Every cached run of these settings (any seed), also of cells not selected this time.
+    protocol = ltsf.protocol(specs[0].settings) if specs else None
+    records = [r for r in load_jsonl(cache) if ltsf.protocol(r["spec"]["settings"]) == protocol]
     settings = {k: v for k, v in specs[0].settings.items() if k != "seed"} if specs else {}
     write_report(records, args.out_dir, settings, args.quick)
 

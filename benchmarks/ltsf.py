@@ -385,7 +385,7 @@ def display_name(record: dict) -> str:
     return name
 
 
-def _protocol(settings: dict[str, Any] | None) -> str:
+def protocol(settings: dict[str, Any] | None) -> str:
     """The settings that make two runs comparable: all but the seed."""
     return json.dumps({k: v for k, v in (settings or {}).items() if k != "seed"}, sort_keys=True)
 
@@ -425,12 +425,12 @@ def rows_for_report(runs: dict[str, dict], settings: dict[str, Any] | None = Non
     row (mean, and std over seeds). A darts peer run at several learning rates is reported once,
     at the rate with the lower mean validation MSE; ``uniform tuned`` likewise picks ``R``.
     """
-    protocol = None if settings is None else _protocol(settings)
+    wanted = None if settings is None else protocol(settings)
     by_cell: dict[tuple, list[dict]] = {}
     for record in runs.values():
         spec = record["spec"]
-        if (protocol is not None and spec["model"] != "repeat"
-                and _protocol(spec["settings"]) != protocol):
+        if (wanted is not None and spec["model"] != "repeat"
+                and protocol(spec["settings"]) != wanted):
             continue
         if spec["params"].get("patcher", PRETRAINED_SHA256[:10]) != PRETRAINED_SHA256[:10]:
             continue  # a run with an earlier shipped patcher
@@ -444,7 +444,7 @@ def rows_for_report(runs: dict[str, dict], settings: dict[str, Any] | None = Non
                 name = (spec["model"], spec["params"].get("lr"))
             else:
                 name = display_name(record)
-            protocol_key = "" if spec["model"] == "repeat" else _protocol(spec["settings"])
+            protocol_key = "" if spec["model"] == "repeat" else protocol(spec["settings"])
             groups.setdefault((name, protocol_key), []).append(record)
 
         def row(model: str, group: list[dict]) -> dict:
