@@ -92,3 +92,40 @@ def test_boundaries_summary_ratio_to_uniform(boundaries):
     assert [r["model"] for r in rows] == ["uniform", "density"]
     assert rows[1]["ratio"] == pytest.approx(0.9)
     assert rows[0]["test_mse_std"] == pytest.approx(np.std([0.5, 0.7], ddof=1))
+
+
+@pytest.fixture(scope="module")
+def compression(common):
+    return common.import_benchmark("compression")
+
+
+def test_compression_plan_covers_every_cell_once(compression):
+    specs = compression.plan(["ETTh1", "ETTm1"], [96, 336], [96, 512], ["uniform", "learned"],
+                             "offset", lambda seed: {"seed": seed}, [0])
+    assert len(specs) == 2 * 2 * (4 + 3) * 2 == 56
+    assert len({s.key for s in specs}) == len(specs)
+    cells = {(s.lookback, s.params["R"]) for s in specs}
+    assert cells == {(96, 4), (96, 8), (96, 16), (96, 32), (512, 16), (512, 32), (512, 64)}
+    assert {compression.token_count(L, R) for L, R in cells} == {24, 12, 6, 3, 32, 16, 8}
+    learned = next(s for s in specs if s.model == "learned")
+    assert learned.params == {"R": 4, "G": 4, "policy": "offset"}
+
+
+def test_compression_summary_pairs_learned_with_uniform(compression):
+    def record(model, seed, mse, policy="offset"):
+        params = {"R": 8} if model == "uniform" else {"R": 8, "G": 4, "policy": policy}
+        return {"spec": {"dataset": "ETTh1", "horizon": 96, "lookback": 96, "model": model,
+                         "params": params, "settings": {"seed": seed}},
+                "test_mse": mse, "train_seconds": 1.0,
+                "patches": None if model == "uniform" else {"grid_distance": 0.5,
+                                                            "one_step_share": 0.0}}
+
+    rows = compression.summarise([record("uniform", 0, 0.40), record("uniform", 1, 0.42),
+                                  record("learned", 0, 0.39), record("learned", 1, 0.39),
+                                  record("learned", 0, 0.44, policy="density")])
+    assert len(rows) == 1
+    row = rows[0]
+    assert (row["N"], row["uniform"]["n"]) == (12, 2)
+    assert row["learned"]["ratio"] == pytest.approx(0.39 / 0.41)
+    assert row["learned"]["grid_distance"] == 0.5
+    assert row["learned [density]"]["ratio"] == pytest.approx(0.44 / 0.41)
