@@ -129,3 +129,37 @@ def test_compression_summary_pairs_learned_with_uniform(compression):
     assert row["learned"]["ratio"] == pytest.approx(0.39 / 0.41)
     assert row["learned"]["grid_distance"] == 0.5
     assert row["learned [density]"]["ratio"] == pytest.approx(0.44 / 0.41)
+
+
+@pytest.fixture(scope="module")
+def synthetic(common):
+    return common.import_benchmark("synthetic")
+
+
+def test_synthetic_plan_and_networks(synthetic):
+    runs = synthetic.plan(["spike", "two_scale"], None, [1, 2], 300, 8, [0, 1])
+    spike = [r for r in runs if r[0] == "spike"]
+    two_scale = [r for r in runs if r[0] == "two_scale"]
+    assert len(spike) == 2 * len(synthetic.DEFAULT_VARIANTS["spike"])
+    assert len(two_scale) == 2 * 2 * len(synthetic.DEFAULT_VARIANTS["two_scale"])
+    assert len({synthetic.run_key(*r) for r in runs}) == len(runs)
+    # Six top-level tokens in both two_scale networks, as in the test they come from.
+    one = synthetic.network_config("two_scale", "density", 1, 8)
+    two = synthetic.network_config("two_scale", "density", 2, 8)
+    assert (one.n_patches, two.n_coarse_patches, two.policy) == (6, 6, "density")
+    spike = synthetic.network_config("spike", "density [4 knots, sigma 1]", 1, 8)
+    assert spike.patcher_options == {"density_knots": 4, "density_sigma": 1.0}
+    assert not spike.use_resampled
+
+
+def test_synthetic_summary_ratio_per_levels(synthetic):
+    def record(levels, variant, seed, mse):
+        return {"task": "two_scale", "levels": levels, "variant": variant, "seed": seed,
+                "mse": mse, "grid_distance": 0.0, "one_step_share": 0.0, "train_seconds": 1}
+
+    rows = synthetic.summarise([record(1, "uniform", 0, 0.2), record(1, "density", 0, 0.1),
+                                record(2, "uniform", 0, 0.02), record(2, "density", 0, 0.03)])
+    ratios = {(r["levels"], r["variant"]): r["ratio"] for r in rows}
+    assert ratios[(1, "density")] == pytest.approx(0.5)
+    assert ratios[(2, "density")] == pytest.approx(1.5)
+    assert rows[0]["near_spike"] is None
