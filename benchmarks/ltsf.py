@@ -42,6 +42,7 @@ from _common import (DEFAULT_DATA, POLICY_V2_COMMIT, RESULTS, append_jsonl,  # n
                      load_jsonl, mean_std, set_threads, utc_now, write_csv, write_markdown)
 
 from reinpatch_forecast.foundation import PRETRAINED_SHA256  # noqa: E402
+from reinpatch_forecast.nn import DEFAULT_POLICY  # noqa: E402
 
 CACHE = RESULTS / "ltsf_runs.jsonl"
 
@@ -57,7 +58,6 @@ PEERS = ("dlinear", "nlinear", "tsmixer")
 #: Compression rates (R1, R2) of the two-level rows.
 LEVEL2_RATES = (8, 2)
 POLICIES = ("offset", "density", "topk")
-DEFAULT_POLICY = "offset"
 DEFAULT_GROUP = 4  # ReinPatchModel's group_size
 V1_GROUP = 8  # the first version's default group size
 #: Model families whose patcher is a learned policy (relabelled "v1" before POLICY_V2_COMMIT).
@@ -74,7 +74,7 @@ V1_NAMES = {
     "learned_init": "learned v1 (topk, init from foundation)",
     "learned_l2": f"learned v1 (topk) L2 (R={LEVEL2_RATES[0]},{LEVEL2_RATES[1]})",
 }
-POLICY_SUFFIX = {"offset": "", "density": " [density]", "topk": " [topk] (v1 ablation)"}
+POLICY_SUFFIX = {"density": "", "offset": " [offset]", "topk": " [topk] (v1 ablation)"}
 
 # Published numbers (other code), MSE for H = 96, 192, 336, 720; see shared/design.md §4.
 PUBLISHED = {
@@ -294,7 +294,8 @@ def run_one(spec: RunSpec, args, splits=None, keep_model: bool = False):
 def plan(datasets: list[str], horizons: list[int], models: list[str], lookback: int,
          settings: dict[str, Any], policies: tuple[str, ...] | list[str] = (DEFAULT_POLICY,),
          learned_extra: dict[str, Any] | None = None,
-         seeds: list[int] | None = None) -> list[RunSpec]:
+         seeds: list[int] | None = None,
+         uniform_sizes: tuple[int, ...] | list[int] = UNIFORM_SIZES) -> list[RunSpec]:
     """Every run of the table, cell by cell (dataset, horizon), seed by seed, in the order of
     ``models``; ``seeds`` (default: the seed in ``settings``) replace the settings' seed."""
     seeds = seeds if seeds is not None else [settings.get("seed", 0)]
@@ -305,20 +306,21 @@ def plan(datasets: list[str], horizons: list[int], models: list[str], lookback: 
                 seeded = {**settings, "seed": seed} if settings else settings
                 for model in models:
                     specs += _family_runs(dataset, horizon, model, lookback, seeded, policies,
-                                          learned_extra)
+                                          learned_extra, uniform_sizes)
     return specs
 
 
 def _family_runs(dataset: str, horizon: int, model: str, lookback: int,
                  settings: dict[str, Any], policies=(DEFAULT_POLICY,),
-                 learned_extra: dict[str, Any] | None = None) -> list[RunSpec]:
+                 learned_extra: dict[str, Any] | None = None,
+                 uniform_sizes=UNIFORM_SIZES) -> list[RunSpec]:
     def run(params: dict[str, Any]) -> RunSpec:
         return RunSpec(dataset, horizon, model, params, lookback, settings)
 
     extra = dict(learned_extra or {})
     group = extra.pop("G", DEFAULT_GROUP)
     if model == "uniform":
-        return [run({"R": r}) for r in UNIFORM_SIZES]
+        return [run({"R": r}) for r in uniform_sizes]
     if model in PEERS:
         return [run({"lr": lr}) for lr in PEER_LRS]
     if model in ("random", "volatility"):
@@ -753,6 +755,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="kl_coef of the learned rows (default 0.1)")
     parser.add_argument("--learned-patcher-lr", type=float, default=None,
                         help="patcher_lr of the learned rows (default 3x --lr)")
+    parser.add_argument("--uniform-sizes", nargs="+", type=int, default=list(UNIFORM_SIZES),
+                        help="patch sizes R of the uniform rows (default: the tuning grid)")
     parser.add_argument("--report-only", action="store_true")
     parser.add_argument("--out-dir", type=Path, default=RESULTS,
                         help="folder of the run cache and the report")
@@ -766,7 +770,7 @@ def main(argv: list[str] | None = None) -> None:
         datasets = args.datasets or PROFILES[args.profile]["datasets"]
         horizons = args.horizons or PROFILES[args.profile]["horizons"]
         for spec in plan(datasets, horizons, args.models, args.lookback, settings,
-                         args.policy, _extra(args), args.seeds):
+                         args.policy, _extra(args), args.seeds, args.uniform_sizes):
             runs.update(load_cache(cache))  # another process may share the cache
             if spec.key in runs:
                 continue

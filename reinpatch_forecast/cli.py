@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from ._lightning import quiet_lightning
+from .nn.policies import DEFAULT_POLICY, POLICY_NAMES
 
 if TYPE_CHECKING:  # pragma: no cover
     from darts import TimeSeries
@@ -99,7 +100,7 @@ def _non_negative_float(text: str) -> float:
 
 #: The learned patcher's policies (``reinpatch_forecast.nn.POLICY_NAMES``, not imported here so
 #: that ``--help`` does not load torch).
-_POLICIES = ("offset", "density", "topk")
+_POLICIES = POLICY_NAMES
 
 
 def _columns(text: str) -> list[str]:
@@ -548,10 +549,10 @@ def build_parser() -> argparse.ArgumentParser:
                           "patcher shipped in the package, frozen), or the file of a saved "
                           "foundation patcher (default: %(default)s)")
     fit.add_argument("--policy", choices=_POLICIES, default=None,
-                     help="boundary policy of the learned patcher: offset (boundaries move a "
-                          "few steps around the uniform grid), density (resolution moves "
-                          "across the window) or topk (the first policy, an ablation) "
-                          "(default: offset, or a pretrained patcher's own policy)")
+                     help="boundary policy of the learned patcher: density (resolution moves "
+                          "across the window), offset (boundaries move a few steps around the "
+                          "uniform grid) or topk (the first policy, an ablation) "
+                          "(default: density, or a pretrained patcher's own policy)")
     fit.add_argument("--group-size", type=_positive_int, default=4, metavar="G",
                      help="patchings sampled per series in a training step and scored "
                           "against the decoded one (default: %(default)s)")
@@ -630,7 +631,7 @@ def build_parser() -> argparse.ArgumentParser:
                           help="horizon of the pretraining task (default: %(default)s)")
     pretrain.add_argument("--compression-rate", type=_positive_float, default=8.0, metavar="R",
                           help="average patch length (default: %(default)s)")
-    pretrain.add_argument("--policy", choices=_POLICIES, default="offset",
+    pretrain.add_argument("--policy", choices=_POLICIES, default=DEFAULT_POLICY,
                           help="boundary policy of the patcher (default: %(default)s)")
     pretrain.add_argument("--group-size", type=_positive_int, default=4, metavar="G",
                           help="GRPG group size (default: %(default)s)")

@@ -22,7 +22,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import torch
 
-from .nn import LearnedPatcher
+from .nn import DEFAULT_POLICY, LearnedPatcher
 
 __all__ = ["PATCHER_FORMAT", "PATCHER_VERSION", "PRETRAINED_SHA256", "patcher_state",
            "patcher_from_state", "save_patcher", "load_patcher", "pretrained_patcher_path",
@@ -241,7 +241,7 @@ def pretrain_patcher(
     learning_rate: float = 1e-3,
     kl_coef: float = 0.1,
     hidden_size: int = 32,
-    policy: str = "offset",
+    policy: str = DEFAULT_POLICY,
     random_state: int = 0,
     verbose: bool = False,
     pl_trainer_kwargs: dict | None = None,

@@ -112,7 +112,7 @@ def test_compression_plan_covers_every_cell_once(compression):
 
 
 def test_compression_summary_pairs_learned_with_uniform(compression):
-    def record(model, seed, mse, policy="offset"):
+    def record(model, seed, mse, policy="density"):
         params = {"R": 8} if model == "uniform" else {"R": 8, "G": 4, "policy": policy}
         return {"spec": {"dataset": "ETTh1", "horizon": 96, "lookback": 96, "model": model,
                          "params": params, "settings": {"seed": seed}},
@@ -122,13 +122,13 @@ def test_compression_summary_pairs_learned_with_uniform(compression):
 
     rows = compression.summarise([record("uniform", 0, 0.40), record("uniform", 1, 0.42),
                                   record("learned", 0, 0.39), record("learned", 1, 0.39),
-                                  record("learned", 0, 0.44, policy="density")])
+                                  record("learned", 0, 0.44, policy="offset")])
     assert len(rows) == 1
     row = rows[0]
     assert (row["N"], row["uniform"]["n"]) == (12, 2)
     assert row["learned"]["ratio"] == pytest.approx(0.39 / 0.41)
     assert row["learned"]["grid_distance"] == 0.5
-    assert row["learned [density]"]["ratio"] == pytest.approx(0.44 / 0.41)
+    assert row["learned [offset]"]["ratio"] == pytest.approx(0.44 / 0.41)
 
 
 @pytest.fixture(scope="module")

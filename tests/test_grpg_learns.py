@@ -40,14 +40,12 @@ class Outcome:
     near_spike: float  # share of windows with a boundary within one step of the spike
 
 
-def train_and_evaluate(patcher: str, policy_sign: float = 1.0, seed: int = 0,
-                       backbone_draws: int | None = None,
-                       rollout_fraction: float | None = None) -> Outcome:
+def train_and_evaluate(patcher: str, policy: str = "density", policy_sign: float = 1.0,
+                       seed: int = 0, patcher_options: dict | None = None) -> Outcome:
     torch.manual_seed(seed)
     config = ReinPatchConfig(
         input_length=LOOKBACK, output_length=HORIZON, compression_rate=LOOKBACK / N_PATCHES,
-        patcher=patcher, group_size=8 if patcher == "learned" else 1, entropy_coef=0.0,
-        backbone_draws=backbone_draws, rollout_fraction=rollout_fraction,
+        patcher=patcher, policy=policy, group_size=8, patcher_options=patcher_options,
         d_model=32, n_heads=4, n_layers=1, dropout=0.0,
         use_resampled=False, local_activation=False, revin=False,
     )
@@ -62,41 +60,53 @@ def train_and_evaluate(patcher: str, policy_sign: float = 1.0, seed: int = 0,
     return Outcome(mse=mse, near_spike=(distance <= 1).float().mean().item())
 
 
+#: The density policy with more cells and exploration than its default: a spike is one step
+#: in a 96-step window, so the policy needs fine cells and a wide search to find it.
+SPIKE_DENSITY = {"density_knots": 4, "density_sigma": 1.0}
+
+
 @pytest.fixture(scope="module")
 def outcomes() -> dict[str, Outcome]:
-    return {name: train_and_evaluate(name) for name in ("learned", "uniform", "random")}
+    return {
+        "density": train_and_evaluate("learned", patcher_options=SPIKE_DENSITY),
+        "topk": train_and_evaluate("learned", policy="topk"),
+        "uniform": train_and_evaluate("uniform"),
+        "random": train_and_evaluate("random"),
+    }
 
 
 @pytest.mark.slow
 def test_learned_patcher_beats_uniform_and_random(outcomes):
-    # Variance of the target is 4/3; measured: learned ~0.34, uniform ~1.11, random ~1.17.
-    learned, uniform, random = outcomes["learned"], outcomes["uniform"], outcomes["random"]
-    assert learned.mse < 0.6, outcomes
-    assert learned.mse < 0.6 * uniform.mse, outcomes
-    assert learned.mse < 0.6 * random.mse, outcomes
+    # Variance of the target is 4/3; measured (300 steps): density ~0.35, topk ~0.30,
+    # uniform ~1.11, random ~1.2.
+    uniform, random = outcomes["uniform"], outcomes["random"]
+    for policy in ("density", "topk"):
+        learned = outcomes[policy]
+        assert learned.mse < 0.5 * uniform.mse, (policy, outcomes)
+        assert learned.mse < 0.5 * random.mse, (policy, outcomes)
 
 
 @pytest.mark.slow
 def test_learned_boundaries_concentrate_around_the_event(outcomes):
-    # Measured: ~0.69 of windows have a learned boundary next to the spike, ~0.24 by chance.
-    assert outcomes["learned"].near_spike > 0.5, outcomes
-    assert outcomes["learned"].near_spike > 1.8 * outcomes["uniform"].near_spike, outcomes
+    # Measured: a boundary next to the spike in ~0.58 (density) and ~0.69 (topk) of windows,
+    # ~0.24 by chance (uniform).
+    for policy in ("density", "topk"):
+        assert outcomes[policy].near_spike > 0.45, outcomes
+        assert outcomes[policy].near_spike > 1.8 * outcomes["uniform"].near_spike, outcomes
 
 
 @pytest.mark.slow
 def test_wrong_sign_policy_gradient_does_not_learn(outcomes):
     # The check above is strict enough to catch a broken policy gradient: with the advantage's
-    # sign flipped, the patcher learns to avoid the spike (measured MSE ~1.29).
-    flipped = train_and_evaluate("learned", policy_sign=-1.0)
-    assert flipped.mse > 0.9, flipped
-    assert flipped.mse > 2.0 * outcomes["learned"].mse, (flipped, outcomes)
+    # sign flipped, the patcher learns to avoid the spike.
+    flipped = train_and_evaluate("learned", policy_sign=-1.0, patcher_options=SPIKE_DENSITY)
+    assert flipped.mse > 0.8, flipped
+    assert flipped.mse > 2.0 * outcomes["density"].mse, (flipped, outcomes)
 
 
 @pytest.mark.slow
-def test_backbone_on_one_draw_learns_as_well(outcomes):
-    # ReinPatchModel's default trains the backbone on one draw of each group (the other seven
-    # only score rewards, without gradients): it must not lose what the full group learns.
-    # Measured: MSE 0.33 (all draws: 0.30), a boundary next to the spike in 0.69 of windows.
-    one_draw = train_and_evaluate("learned", backbone_draws=1)
-    assert one_draw.mse < 0.6 * outcomes["uniform"].mse, (one_draw, outcomes)
-    assert one_draw.near_spike > 0.5, one_draw
+def test_offset_policy_learns_within_its_reach(outcomes):
+    # Offsets move each boundary at most 5 steps around the 12-step grid: they cannot isolate
+    # every spike, but they still learn to cut closer to it (measured ~0.67 vs 1.11).
+    offset = train_and_evaluate("learned", policy="offset")
+    assert offset.mse < 0.75 * outcomes["uniform"].mse, (offset, outcomes)

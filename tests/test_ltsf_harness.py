@@ -34,7 +34,7 @@ def _runs(*records):
     return {r["key"]: r for r in records}
 
 
-def _learned(policy="offset"):
+def _learned(policy="density"):
     return {"R": 8, "G": 4, "policy": policy}
 
 
@@ -156,10 +156,10 @@ def test_foundation_rows_of_an_earlier_shipped_patcher_are_not_reported(ltsf):
 
 def test_policies_have_their_own_names(ltsf):
     names = [ltsf.display_name(_record(ltsf, "learned", _learned(p), 0.7, 0.4))
-             for p in ("offset", "density", "topk")]
-    assert names == ["learned", "learned [density]", "learned [topk] (v1 ablation)"]
-    l2 = _record(ltsf, "learned_l2", {"R": [8, 2], "G": 8, "policy": "density"}, 0.7, 0.4)
-    assert ltsf.display_name(l2) == "learned L2 (R=8,2) [density] [G=8]"
+             for p in ("density", "offset", "topk")]
+    assert names == ["learned", "learned [offset]", "learned [topk] (v1 ablation)"]
+    l2 = _record(ltsf, "learned_l2", {"R": [8, 2], "G": 8, "policy": "offset"}, 0.7, 0.4)
+    assert ltsf.display_name(l2) == "learned L2 (R=8,2) [offset] [G=8]"
 
 
 def _known_commit(commit: str) -> bool:

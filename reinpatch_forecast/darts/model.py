@@ -43,7 +43,7 @@ from ..foundation import (
     patcher_state,
 )
 from ..nn import PATCHER_NAMES, LearnedPatcher, ReinPatchConfig, ReinPatchNetwork
-from ..nn.patchers import POLICY_OPTIONS
+from ..nn.patchers import DEFAULT_POLICY, POLICY_OPTIONS
 from ..validation import (
     TrainingDivergedError,
     check_darts_series,
@@ -266,11 +266,11 @@ class ReinPatchModel(PastCovariatesTorchModel):
         :class:`~reinpatch_forecast.nn.LearnedPatcher` or the path of a saved patcher; ``None``
         (default) starts from a random policy.
     policy
-        The learned patcher's boundary policy: ``"offset"`` (the default, unless ``patcher`` or
-        ``patcher_init`` gives a pretrained patcher, whose own policy is used; every boundary
-        moves a few steps around the uniform grid), ``"density"`` (boundaries at the quantiles of a
-        learned density: resolution moves across the whole window) or ``"topk"`` (the first
-        version's policy, kept as an ablation). See ``docs/choosing_parameters.md``.
+        The learned patcher's boundary policy: ``"density"`` (the default, unless ``patcher`` or
+        ``patcher_init`` gives a pretrained patcher, whose own policy is used; boundaries at the
+        quantiles of a learned density: resolution moves across the whole window),
+        ``"offset"`` (every boundary moves a few steps around the uniform grid) or ``"topk"``
+        (the first version's policy, kept as an ablation). See ``docs/choosing_parameters.md``.
     group_size
         ``G``: patchings sampled per series in a training step and scored against the decoded
         one (without gradients; the step costs about ``1 + G / 3`` uniform steps).
@@ -381,7 +381,7 @@ class ReinPatchModel(PastCovariatesTorchModel):
             compression_rate=compression_rate,
             levels=levels,
             patcher=patcher_name,
-            policy=given_policy or policy or "offset",
+            policy=given_policy or policy or DEFAULT_POLICY,
             group_size=group_size,
             kl_coef=kl_coef,
             d_model=d_model,

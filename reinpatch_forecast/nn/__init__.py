@@ -15,12 +15,12 @@ from .patchers import (
     plackett_luce_log_prob,
     uniform_starts,
 )
-from .policies import POLICY_NAMES, DensityPolicy, OffsetPolicy, TopKPolicy
+from .policies import DEFAULT_POLICY, POLICY_NAMES, DensityPolicy, OffsetPolicy, TopKPolicy
 from .revin import InstanceStats, RevIN
 
 __all__ = [
     "Backbone", "BackboneConfig", "PatchTokeniser", "PolicyLoss", "self_critical_advantages",
-    "policy_loss", "ReinPatchConfig", "ReinPatchNetwork", "TrainingLosses", "POLICY_NAMES",
+    "policy_loss", "ReinPatchConfig", "ReinPatchNetwork", "TrainingLosses", "POLICY_NAMES", "DEFAULT_POLICY",
     "OffsetPolicy", "DensityPolicy", "TopKPolicy", "uniform_starts",
     "PATCHER_NAMES", "LearnedPatcher", "Patcher", "Patching", "RandomPatcher", "UniformPatcher",
     "VolatilityPatcher", "make_patcher", "plackett_luce_log_prob", "InstanceStats", "RevIN",

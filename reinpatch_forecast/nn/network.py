@@ -28,6 +28,7 @@ from torch import Tensor, nn
 from .backbone import Backbone, BackboneConfig
 from .grpg import policy_loss, self_critical_advantages
 from .patchers import (
+    DEFAULT_POLICY,
     PATCHER_NAMES,
     POLICY_NAMES,
     LearnedPatcher,
@@ -68,7 +69,7 @@ class ReinPatchConfig:
     patcher
         ``"learned"`` (ReinPatch), ``"uniform"``, ``"random"`` or ``"volatility"``.
     policy
-        The learned patcher's boundary policy: ``"offset"``, ``"density"`` or ``"topk"``
+        The learned patcher's boundary policy: ``"density"`` (default), ``"offset"`` or ``"topk"``
         (see :mod:`~reinpatch_forecast.nn.policies`).
     group_size
         ``G``: patchings sampled per series in a GRPG step and scored against the decoded one
@@ -110,7 +111,7 @@ class ReinPatchConfig:
     n_channels: int = 1
     compression_rate: float | tuple[float, float] = 8
     patcher: str = "learned"
-    policy: str = "offset"
+    policy: str = DEFAULT_POLICY
     group_size: int = 4
     kl_coef: float = 0.1
     nr_params: int = 1

@@ -34,7 +34,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .grid import uniform_starts
-from .policies import POLICY_NAMES, make_policy, plackett_luce_log_prob
+from .policies import DEFAULT_POLICY, POLICY_NAMES, make_policy, plackett_luce_log_prob
 
 __all__ = [
     "Patching",
@@ -48,6 +48,7 @@ __all__ = [
     "make_patcher",
     "PATCHER_NAMES",
     "POLICY_NAMES",
+    "DEFAULT_POLICY",
 ]
 
 PATCHER_NAMES = ("learned", "uniform", "random", "volatility")
@@ -252,8 +253,8 @@ class LearnedPatcher(Patcher):
     Parameters
     ----------
     policy
-        ``"offset"`` (default: boundaries move a few steps around the uniform grid),
-        ``"density"`` (resolution reallocated across the window) or ``"topk"`` (the first
+        ``"density"`` (the default: resolution reallocated across the window), ``"offset"``
+        (boundaries move a few steps around the uniform grid) or ``"topk"`` (the first
         policy, kept as an ablation). With ``"offset"`` and ``"density"`` the score heads are
         zero-initialised, so a new patcher decodes exactly the uniform grid.
     hidden_size
@@ -278,9 +279,9 @@ class LearnedPatcher(Patcher):
     averaged over the draws, whose candidate sets differ).
     """
 
-    def __init__(self, policy: str = "offset", hidden_size: int = 32, n_layers: int = 4,
+    def __init__(self, policy: str = DEFAULT_POLICY, hidden_size: int = 32, n_layers: int = 4,
                  kernel_size: int = 3, levels: int = 1, offset_penalty: float = 1.0,
-                 density_sigma: float = 0.25, density_knots: int = 2,
+                 density_sigma: float = 0.5, density_knots: int = 4,
                  min_length: int = 2) -> None:
         super().__init__()
         levels = _check_levels(levels)

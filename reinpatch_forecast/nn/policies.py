@@ -8,7 +8,7 @@ all-zero score, centred on the uniform grid):
 
 - :class:`OffsetPolicy` (``"offset"``): every interior boundary of the uniform grid moves by
   a categorical offset within its radius (:func:`~reinpatch_forecast.nn.grid.offset_candidates`).
-- :class:`DensityPolicy` (``"density"``): a Gaussian action on per-cell log-densities;
+- :class:`DensityPolicy` (``"density"``, the default): a Gaussian action on per-cell log-densities;
   boundaries sit at the quantiles of the cumulative density. It can move boundaries far from
   the grid (reallocate resolution across the window).
 - :class:`TopKPolicy` (``"topk"``): the first policy, Gumbel-top-k over all positions with the
@@ -43,10 +43,16 @@ from torch import Tensor
 
 from .grid import offset_candidates, uniform_starts
 
-__all__ = ["POLICY_NAMES", "PolicyDraw", "BoundaryPolicy", "OffsetPolicy", "DensityPolicy",
+__all__ = ["POLICY_NAMES", "DEFAULT_POLICY", "PolicyDraw", "BoundaryPolicy", "OffsetPolicy", "DensityPolicy",
            "TopKPolicy", "make_policy", "plackett_luce_log_prob", "gumbel"]
 
 POLICY_NAMES = ("offset", "density", "topk")
+
+#: The policy of a new learned patcher. Both ``"offset"`` and ``"density"`` tie uniform patches
+#: on ETTh1 (they keep the grid there); only the density policy can move boundaries far from
+#: the grid, which pays where local events carry the signal (the synthetic spike task, series
+#: close to a random walk). Measurements: ``benchmarks/results/``.
+DEFAULT_POLICY = "density"
 
 
 @dataclass
@@ -282,7 +288,7 @@ class DensityPolicy(BoundaryPolicy):
         advantage).
     """
 
-    def __init__(self, sigma: float = 0.25, knots: int = 2, min_length: int = 2,
+    def __init__(self, sigma: float = 0.5, knots: int = 4, min_length: int = 2,
                  antithetic: bool = True) -> None:
         if not sigma > 0:
             raise ValueError(f"The density policy's sigma must be > 0, got {sigma}.")
@@ -419,8 +425,8 @@ class TopKPolicy(BoundaryPolicy):
         return PolicyDraw(starts=coarse, log_prob=log_prob, entropy=entropy, kl=kl)
 
 
-def make_policy(name: str, offset_penalty: float = 1.0, density_sigma: float = 0.25,
-                density_knots: int = 2, min_length: int = 2) -> BoundaryPolicy:
+def make_policy(name: str, offset_penalty: float = 1.0, density_sigma: float = 0.5,
+                density_knots: int = 4, min_length: int = 2) -> BoundaryPolicy:
     """Build a policy from its name (one of :data:`POLICY_NAMES`) and its settings."""
     if name == "offset":
         return OffsetPolicy(offset_penalty)

@@ -26,6 +26,7 @@ import pandas as pd
 from sktime.forecasting.base import BaseForecaster, ForecastingHorizon
 
 from .._lightning import quiet_lightning
+from ..nn.policies import DEFAULT_POLICY
 from ..validation import check_finite_values, explain_non_numeric_y
 
 _LIKELIHOODS = (None, "quantile", "gaussian")
@@ -110,10 +111,10 @@ class ReinPatchForecaster(BaseForecaster):
         With ``patcher="learned"``: start GRPG from these weights (``"pretrained"``, a
         ``LearnedPatcher`` or a path) instead of a new patcher.
     policy : str or None, default=None
-        The learned patcher's boundary policy: ``"offset"`` (every boundary moves a few steps
-        around the uniform grid; the default), ``"density"`` (boundaries at the quantiles of a
-        learned density: resolution moves across the whole window) or ``"topk"`` (the first
-        version's policy, kept as an ablation). ``None``: ``"offset"``, unless ``patcher`` or
+        The learned patcher's boundary policy: ``"density"`` (boundaries at the quantiles of a
+        learned density: resolution moves across the whole window; the default), ``"offset"``
+        (every boundary moves a few steps around the uniform grid) or ``"topk"`` (the first
+        version's policy, kept as an ablation). ``None``: ``"density"``, unless ``patcher`` or
         ``patcher_init`` gives a pretrained patcher, whose own policy is used (an explicit
         policy that differs from it raises a ``ValueError``).
     group_size : int, default=4
@@ -313,7 +314,7 @@ class ReinPatchForecaster(BaseForecaster):
             # the horizon is not known before fit; any valid one checks the other sizes. A
             # pretrained patcher's policy (patcher_init) is checked by the darts model at fit.
             kwargs = self._network_kwargs()
-            kwargs["policy"] = kwargs["policy"] or "offset"
+            kwargs["policy"] = kwargs["policy"] or DEFAULT_POLICY
             ReinPatchConfig(**kwargs, output_length=1)
 
     # -- darts model ------------------------------------------------------------------------
@@ -759,7 +760,7 @@ class ReinPatchForecaster(BaseForecaster):
             Three tiny configurations (one epoch, ``d_model=8``, lookback 6) that train in well
             under a second and fit sktime's shortest test series (10 steps, horizon up to 3): a
             point forecaster with the uniform patcher, a probabilistic one (quantile
-            likelihood) with the learned patcher (default ``"offset"`` policy) and GRPG groups
+            likelihood) with the learned patcher (default ``"density"`` policy) and GRPG groups
             of 2, and a point forecaster with the ``"density"`` policy and another ``kl_coef``.
             (The ``"topk"`` ablation is left out: each learned set adds 1.5-2 minutes to
             sktime's checks.)
