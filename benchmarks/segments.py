@@ -63,6 +63,8 @@ def loop_reference(features, values, starts, n_points, which):
     # gradient of the whole batch, which is quadratic in R and an unfair straw man.
     feature_rows, value_rows = features.unbind(0), values.unbind(0)
     for r in range(rows):
+        # the row's integral at step boundaries: area resampling reads it at fractional steps
+        integral = torch.cat([value_rows[r].new_zeros(1), value_rows[r].cumsum(0)])
         row = starts[r, 0].tolist()
         ends = row[1:] + [length]
         row_means, row_resampled = [], []
@@ -70,15 +72,11 @@ def loop_reference(features, values, starts, n_points, which):
             if which in ("mean", "both"):
                 row_means.append(feature_rows[r][s:e].mean(dim=0))  # (d,)
             if which in ("resample", "both"):
-                if n_points == 1:
-                    positions = torch.tensor([(s + e - 1) / 2], dtype=values.dtype)
-                else:
-                    positions = torch.linspace(s, e - 1, n_points, dtype=values.dtype)
-                lower = positions.floor().long().clamp(0, length - 1)
-                upper = (lower + 1).clamp(max=length - 1)
-                weight = positions - lower.to(values.dtype)
-                below, above = value_rows[r][lower], value_rows[r][upper]
-                row_resampled.append(below + weight * (above - below))  # (P,)
+                # area resampling: the patch's mean over each of P equal sub-intervals
+                edges = torch.linspace(s, e, n_points + 1, dtype=values.dtype)  # (P+1,)
+                step = edges.floor().long().clamp(max=length - 1)
+                at = integral[step] + (edges - step.to(values.dtype)) * value_rows[r][step]
+                row_resampled.append((at[1:] - at[:-1]) * (n_points / (e - s)))  # (P,)
         if row_means:
             means.append(torch.stack(row_means))  # (N, d)
         if row_resampled:

@@ -34,6 +34,20 @@ def _series(values: np.ndarray, dates, columns) -> TimeSeries:
     return TimeSeries.from_times_and_values(dates, values, columns=list(columns), freq="h")
 
 
+def demo_model(patcher: str = "learned", lookback: int = 96, horizon: int = 24, epochs: int = 4,
+               seed: int = 0, verbose: bool = True) -> ReinPatchModel:
+    """The demo's (unfitted) model: ``patcher`` with the package's default policy, R = 8,
+    ``group_size=4``, ``kl_coef=0.1``, ``d_model=32``, 2 layers, batch 32. The documentation's
+    figures (``docs/_scripts/make_figures.py``) train this same model."""
+    trainer = {"accelerator": "cpu", "enable_progress_bar": verbose, "logger": False,
+               "enable_model_summary": False}
+    return ReinPatchModel(
+        input_chunk_length=lookback, output_chunk_length=horizon, compression_rate=8,
+        patcher=patcher, group_size=4, kl_coef=0.1, d_model=32, n_layers=2, dropout=0.1,
+        batch_size=32, n_epochs=epochs, random_state=seed, pl_trainer_kwargs=trainer,
+    )
+
+
 def run_demo(lookback: int = 96, horizon: int = 24, epochs: int = 4,
              max_windows: int = 2048, seed: int = 0, verbose: bool = True) -> list[DemoResult]:
     """Train and evaluate; returns one :class:`DemoResult` per model."""
@@ -41,8 +55,6 @@ def run_demo(lookback: int = 96, horizon: int = 24, epochs: int = 4,
     train = _series(splits.train, splits.dates["train"], splits.columns)
     val = _series(splits.val, splits.dates["val"], splits.columns)
     start = val.time_index[lookback]  # first target step of the validation split
-    trainer = {"accelerator": "cpu", "enable_progress_bar": verbose, "logger": False,
-               "enable_model_summary": False}
 
     def evaluate(name: str, forecasts: list[TimeSeries], seconds: float) -> DemoResult:
         predicted = concatenate(forecasts)
@@ -53,12 +65,7 @@ def run_demo(lookback: int = 96, horizon: int = 24, epochs: int = 4,
     results = []
     for name, patcher in (("ReinPatch (learned)", "learned"), ("uniform patches", "uniform")):
         began = time.perf_counter()
-        model = ReinPatchModel(
-            input_chunk_length=lookback, output_chunk_length=horizon, compression_rate=8,
-            patcher=patcher, group_size=4, kl_coef=0.1, d_model=32,
-            n_layers=2, dropout=0.1,
-            batch_size=32, n_epochs=epochs, random_state=seed, pl_trainer_kwargs=trainer,
-        )
+        model = demo_model(patcher, lookback, horizon, epochs, seed, verbose)
         model.fit(train, max_samples_per_ts=max_windows, verbose=verbose)
         forecasts = model.historical_forecasts(
             val, start=start, forecast_horizon=horizon, stride=horizon, retrain=False,

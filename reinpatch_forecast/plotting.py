@@ -439,9 +439,10 @@ def plot_boundary_statistics(
     title: str | None = None,
     figsize: tuple[float, float] | None = None,
 ) -> Figure:
-    """Where the patcher puts boundaries: against local volatility, position and patch length.
+    """Where the patcher puts boundaries: against local volatility, position, patch length and
+    the uniform grid.
 
-    Three panels, computed over all given windows and components (rows):
+    Four panels, computed over all given windows and components (rows):
 
     1. **Volatility.** Every position ``t = 1 .. L-1`` of every row is binned by the size of
        the step into it, ``|x_t - x_{t-1}|`` of the row standardised by its own standard
@@ -452,6 +453,9 @@ def plot_boundary_statistics(
     2. **Position.** How often each position ``1 .. L-1`` starts a patch (position 0 always
        does and is left out), against the count a uniformly random patcher would give.
     3. **Patch lengths.** Histogram of the lengths of all patches.
+    4. **Shift from the uniform grid.** Histogram of ``s_j - g_j`` over every interior start,
+       with ``g = uniform_starts(L, N)`` the grid a new learned patcher decodes: where (and how
+       far) the boundaries moved. Drawn when every row has the same number of patches ``N``.
 
     Parameters
     ----------
@@ -472,8 +476,8 @@ def plot_boundary_statistics(
     Returns
     -------
     matplotlib.figure.Figure
-        Three axes: volatility (one bar per bin in ``ax.patches``), position (one filled step
-        patch) and patch lengths (one bar per length).
+        Four axes: volatility (one bar per bin in ``ax.patches``), position (one filled step
+        patch), patch lengths (one bar per length) and the shift from the uniform grid.
 
     Raises
     ------
@@ -492,7 +496,7 @@ def plot_boundary_statistics(
     >>> starts = np.tile([0, 6, 12, 18, 24, 30, 36, 42], (8, 1))
     >>> fig = plot_boundary_statistics(starts, values, n_bins=4)
     >>> len(fig.axes)
-    3
+    4
     """
     if int(n_bins) < 1:
         raise ValueError(f"n_bins must be >= 1, got {n_bins}.")
@@ -516,8 +520,8 @@ def plot_boundary_statistics(
     rates = np.bincount(bin_of, weights=starts_here, minlength=n_used) / np.maximum(counts, 1)
     mean_jump = np.bincount(bin_of, weights=jumps, minlength=n_used) / np.maximum(counts, 1)
 
-    figure = Figure(figsize=figsize or (10.0, 7.5), layout="constrained")
-    ax_vol, ax_pos, ax_len = figure.subplots(3, 1)
+    figure = Figure(figsize=figsize or (10.0, 9.5), layout="constrained")
+    ax_vol, ax_pos, ax_len, ax_shift = figure.subplots(4, 1)
 
     ax_vol.bar(np.arange(n_used), rates, width=0.8, color=DEFAULT_SHADES[0])
     ax_vol.axhline(base_rate, color="0.3", ls="--", lw=1, label=f"overall rate {base_rate:.3f}")
@@ -553,11 +557,37 @@ def plot_boundary_statistics(
         fontsize=9, loc="left",
     )
 
+    _plot_grid_shift(ax_shift, mask)
     figure.suptitle(
         title or f"Boundary statistics over {n_rows} window(s) x component(s), L = {length}",
         fontsize=10,
     )
     return figure
+
+
+def _plot_grid_shift(ax, mask: np.ndarray) -> None:
+    """Histogram of interior starts minus the uniform grid's, on ``ax``, from ``(R, L)`` masks."""
+    from .nn.grid import uniform_starts
+
+    counts = mask.sum(axis=1)
+    ax.set_title("Shift of the starts from the uniform grid", fontsize=9, loc="left")
+    ax.set_xlabel("start minus the uniform grid's start (steps)")
+    ax.set_ylabel("starts")
+    if counts.min() != counts.max() or counts[0] < 2:
+        ax.text(0.5, 0.5, "rows with different numbers of patches (or one patch): no grid",
+                ha="center", va="center", transform=ax.transAxes, fontsize=8)
+        return
+    length = mask.shape[1]
+    starts = np.nonzero(mask)[1].reshape(mask.shape[0], -1)  # (R, N), sorted per row
+    grid = uniform_starts(length, starts.shape[1]).numpy()  # (N,)
+    shift = (starts[:, 1:] - grid[1:]).ravel()
+    bound = max(1, int(np.abs(shift).max()))
+    ax.hist(shift, bins=np.arange(-bound, bound + 2) - 0.5, color=DEFAULT_SHADES[0])
+    ax.axvline(0, color="0.3", ls="--", lw=1)
+    ax.set_title(
+        f"Shift of the starts from the uniform grid (mean |shift| {np.abs(shift).mean():.2f}, "
+        f"{(shift == 0).mean():.0%} on the grid)", fontsize=9, loc="left",
+    )
 
 
 # --------------------------------------------------------------------------------------------

@@ -140,7 +140,7 @@ def test_segmentation_rejects_bad_windows_and_arguments():
 
 def test_boundary_statistics_from_a_list_of_patch_boundaries():
     figure = plot_boundary_statistics([_boundaries(), _boundaries()], n_bins=4)
-    ax_vol, ax_pos, ax_len = figure.axes
+    ax_vol, ax_pos, ax_len, _ = figure.axes
     assert 1 <= len(ax_vol.patches) <= 4  # one bar per (non-empty) volatility bin
     assert len(ax_pos.patches) == 1  # one filled step patch over the positions
     # lengths 4, 5, 7, 8 and 2, 10, 8, 4: one histogram bar per length 1..10
@@ -163,7 +163,17 @@ def test_boundary_statistics_see_a_volatility_patcher_seek_large_steps():
 
 def test_boundary_statistics_of_one_row():
     figure = plot_boundary_statistics([0, 6, 12], np.sin(np.arange(24.0)))
-    assert len(figure.axes) == 3
+    assert len(figure.axes) == 4
+
+
+def test_grid_shift_panel_counts_how_far_starts_moved():
+    """Row 0 is the uniform grid of 4 patches of 6 steps; row 1 moves two starts by +1, -2."""
+    starts = np.array([[0, 6, 12, 18], [0, 7, 12, 16]])
+    figure = plot_boundary_statistics(starts, np.random.default_rng(0).normal(size=(2, 24)))
+    panel = figure.axes[3]
+    heights = {round(p.get_x() + p.get_width() / 2): p.get_height() for p in panel.patches}
+    assert heights[0] == 4 and heights[1] == 1 and heights[-2] == 1
+    assert "67% on the grid" in panel.get_title(loc="left")  # 4 of the 6 interior starts
 
 
 def test_boundary_statistics_reject_bad_input():
