@@ -73,7 +73,8 @@ def summarise(records: list[dict]) -> list[dict]:
     for record in records:
         spec = record["spec"]
         name = spec["model"]
-        if name == "learned" and spec["params"].get("policy", ltsf.DEFAULT_POLICY) != ltsf.DEFAULT_POLICY:
+        policy = spec["params"].get("policy", ltsf.DEFAULT_POLICY)
+        if name == "learned" and policy != ltsf.DEFAULT_POLICY:
             name = f"learned [{spec['params']['policy']}]"
         flat.append({**record, **(record.get("patches") or {}), "name": name,
                      "cell": (spec["dataset"], spec["horizon"], spec["lookback"],

@@ -20,8 +20,8 @@ from .revin import InstanceStats, RevIN
 
 __all__ = [
     "Backbone", "BackboneConfig", "PatchTokeniser", "PolicyLoss", "self_critical_advantages",
-    "policy_loss", "ReinPatchConfig", "ReinPatchNetwork", "TrainingLosses", "POLICY_NAMES", "DEFAULT_POLICY",
-    "OffsetPolicy", "DensityPolicy", "TopKPolicy", "uniform_starts",
+    "policy_loss", "ReinPatchConfig", "ReinPatchNetwork", "TrainingLosses", "POLICY_NAMES",
+    "DEFAULT_POLICY", "OffsetPolicy", "DensityPolicy", "TopKPolicy", "uniform_starts",
     "PATCHER_NAMES", "LearnedPatcher", "Patcher", "Patching", "RandomPatcher", "UniformPatcher",
     "VolatilityPatcher", "make_patcher", "plackett_luce_log_prob", "InstanceStats", "RevIN",
 ]

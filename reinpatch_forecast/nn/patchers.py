@@ -441,7 +441,6 @@ class LearnedPatcher(Patcher):
                                    generator)
 
 
-
 class _FixedRule(Patcher):
     """A deterministic rule without parameters: decoding is drawing one patching."""
 

@@ -43,7 +43,8 @@ from torch import Tensor
 
 from .grid import offset_candidates, uniform_starts
 
-__all__ = ["POLICY_NAMES", "DEFAULT_POLICY", "PolicyDraw", "BoundaryPolicy", "OffsetPolicy", "DensityPolicy",
+__all__ = ["POLICY_NAMES", "DEFAULT_POLICY", "PolicyDraw", "BoundaryPolicy", "OffsetPolicy",
+           "DensityPolicy",
            "TopKPolicy", "make_policy", "plackett_luce_log_prob", "gumbel"]
 
 POLICY_NAMES = ("offset", "density", "topk")
@@ -315,7 +316,7 @@ class DensityPolicy(BoundaryPolicy):
 
     def _starts(self, action: Tensor, cell_start: Tensor, cell_length: Tensor, length: int,
                 n_patches: int, shortest: int) -> Tensor:
-        """Starts ``(R, G, N)`` at the quantiles ``j / N`` of the cell masses ``softmax(action)``."""
+        """Starts ``(R, G, N)`` at the quantiles ``j / N`` of the cell masses ``softmax(u)``."""
         mass = torch.softmax(action.double(), dim=-1)  # (R, G, K)
         cumulative = torch.cumsum(mass, dim=-1)  # (R, G, K)
         levels = torch.arange(1, n_patches, device=action.device, dtype=torch.float64) / n_patches
