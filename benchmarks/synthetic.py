@@ -44,12 +44,12 @@ VARIANTS = {
     "random": ("random", "offset", None),
     "offset": ("learned", "offset", None),
     "density": ("learned", "density", None),
-    "density [4 knots, sigma 1]": ("learned", "density",
-                                   {"density_knots": 4, "density_sigma": 1.0}),
+    # the spike test's setting (tests/test_grpg_learns.py: SPIKE_DENSITY)
+    "density [sigma 1]": ("learned", "density", {"density_knots": 4, "density_sigma": 1.0}),
     "topk": ("learned", "topk", None),
 }
 DEFAULT_VARIANTS = {
-    "spike": ("uniform", "random", "offset", "density", "density [4 knots, sigma 1]", "topk"),
+    "spike": ("uniform", "random", "offset", "density", "density [sigma 1]", "topk"),
     "two_scale": ("uniform", "offset", "density", "topk"),
 }
 EVAL_WINDOWS, EVAL_SEED = 2000, 1234

@@ -29,7 +29,7 @@ __all__ = ["PATCHER_FORMAT", "PATCHER_VERSION", "PRETRAINED_SHA256", "patcher_st
            "load_pretrained_patcher", "PretrainEpoch", "PretrainResult", "pretrain_patcher"]
 
 #: SHA-256 of the shipped ``pretrained/patcher.pt`` (checked by the test suite).
-PRETRAINED_SHA256 = "7f8bebaf36c19b7196422d9bb0ad25f4a92dcca2fa31ee51551805d50e9f86de"
+PRETRAINED_SHA256 = "bbe2c992e8ee543299f28d3a6c2de51f2eb6e296dfcd1d0a2fe90bffdc70aff3"
 
 PATCHER_FORMAT = "reinpatch-forecast/patcher"
 #: Version 2: the policy-v2 patcher (its config names its policy). Version-1 files hold a

@@ -147,7 +147,7 @@ def test_synthetic_plan_and_networks(synthetic):
     one = synthetic.network_config("two_scale", "density", 1, 8)
     two = synthetic.network_config("two_scale", "density", 2, 8)
     assert (one.n_patches, two.n_coarse_patches, two.policy) == (6, 6, "density")
-    spike = synthetic.network_config("spike", "density [4 knots, sigma 1]", 1, 8)
+    spike = synthetic.network_config("spike", "density [sigma 1]", 1, 8)
     assert spike.patcher_options == {"density_knots": 4, "density_sigma": 1.0}
     assert not spike.use_resampled
 
