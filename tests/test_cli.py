@@ -251,7 +251,7 @@ def test_pretrain_patcher_writes_a_loadable_patcher(tmp_path, capsys):
     assert "epoch 0: reward -" in printed
     assert file_sha256(out) in printed
     patcher = load_patcher(out)
-    assert patcher.hidden_size == 32 and patcher.policy_name == "offset"
+    assert patcher.hidden_size == 32 and patcher.policy_name == "density"
 
 
 def test_pretrain_patcher_with_a_policy(tmp_path, monkeypatch, capsys):

@@ -292,6 +292,6 @@ def test_group_size_one_trains_the_policy(make_model, series):
 def test_policy_defaults_and_resample_points_follow_the_compression_rate():
     model = ReinPatchModel(input_chunk_length=24, output_chunk_length=6, compression_rate=3.5)
     params = model.network_params
-    assert (params["policy"], params["group_size"], params["kl_coef"]) == ("offset", 4, 0.1)
+    assert (params["policy"], params["group_size"], params["kl_coef"]) == ("density", 4, 0.1)
     assert params["resample_points"] is None
     assert ReinPatchConfig(**params).resample_points == 4  # ceil(compression_rate)

@@ -22,7 +22,7 @@ from reinpatch_forecast.foundation import (
     pretrained_patcher_path,
     save_patcher,
 )
-from reinpatch_forecast.nn import LearnedPatcher
+from reinpatch_forecast.nn import DEFAULT_POLICY, LearnedPatcher
 
 
 def _weights(patcher: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -93,8 +93,8 @@ def test_pretrain_patcher_is_seeded_and_reports_every_epoch():
     assert first.history == second.history
     assert first.n_series == 8
     assert first.patcher.trainable
-    assert first.patcher.policy_name == "offset"  # the default policy
-    assert first.settings["policy"] == "offset" and first.settings["kl_coef"] == 0.1
+    assert first.patcher.policy_name == DEFAULT_POLICY == "density"
+    assert first.settings["policy"] == "density" and first.settings["kl_coef"] == 0.1
     assert first.settings["group_size"] == 4
     # the patcher moved away from its initial weights
     with torch.random.fork_rng():
