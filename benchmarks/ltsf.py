@@ -514,7 +514,7 @@ def write_report(runs: dict[str, dict], out_dir: Path = RESULTS,
         f"peer (reversible instance norm on) picks its learning rate in {PEER_LRS} on validation "
         "MSE. Several seeds: mean ± std over seeds (choices on the mean validation MSE).",
         f"Training settings shared by every trained model (seeds aside): `{json.dumps(shown)}`.",
-        f"Learned rows: `learned` = policy `offset` (the default), `learned [density]`, "
+        f"Learned rows: `learned` = policy `{DEFAULT_POLICY}` (the default), `learned [offset]`, "
         f"`learned [topk] (v1 ablation)` = the first policy under the v2 training step; G = "
         f"{DEFAULT_GROUP} unless named. Rows marked `v1` are runs of the first version (a "
         f"commit before `{POLICY_V2_COMMIT}`: top-k policy, v1 training step, G = {V1_GROUP} "

@@ -36,6 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import RESULTS, git_commit, utc_now, write_csv, write_markdown  # noqa: E402
 
+from reinpatch_forecast.nn import DEFAULT_POLICY  # noqa: E402
+
 BATCH, CHANNELS, HORIZON, RATE = 32, 7, 96, 8
 PREDICT_BATCH = 256
 
@@ -54,7 +56,7 @@ def median_seconds(step: Callable[[], None], repeats: int, warmup: int = 2) -> f
 # -- models under test -------------------------------------------------------------------------
 
 
-def reinpatch_network(lookback: int, patcher: str = "learned", policy: str = "offset",
+def reinpatch_network(lookback: int, patcher: str = "learned", policy: str = DEFAULT_POLICY,
                       group: int = 4, d_model: int = 64):
     from reinpatch_forecast.nn import ReinPatchConfig, ReinPatchNetwork
 
@@ -67,7 +69,7 @@ def reinpatch_network(lookback: int, patcher: str = "learned", policy: str = "of
     return ReinPatchNetwork(config)
 
 
-def reinpatch(lookback: int, patcher: str = "learned", policy: str = "offset", group: int = 4,
+def reinpatch(lookback: int, patcher: str = "learned", policy: str = DEFAULT_POLICY, group: int = 4,
               frozen: bool = False):
     network = reinpatch_network(lookback, patcher, policy, group)
     if frozen:  # a foundation patcher used zero-shot: only the backbone trains
@@ -133,7 +135,7 @@ def darts_peer(name: str, lookback: int):
 
 def build(spec: dict):
     if spec["family"] == "reinpatch":
-        return reinpatch(spec["lookback"], spec["patcher"], spec.get("policy", "offset"),
+        return reinpatch(spec["lookback"], spec["patcher"], spec.get("policy", DEFAULT_POLICY),
                          spec.get("group", 4), frozen=spec.get("frozen", False))
     return darts_peer(spec["family"], spec["lookback"])
 
@@ -218,12 +220,12 @@ def component_times(lookback: int, repeats: int, warmup: int = 2) -> dict[str, f
 
 MODELS = [
     {"name": "same network, uniform patches", "family": "reinpatch", "patcher": "uniform"},
-    {"name": "learned, offset policy, G=4 (the default)", "family": "reinpatch",
-     "patcher": "learned", "policy": "offset", "group": 4},
-    {"name": "learned, offset policy, G=8", "family": "reinpatch", "patcher": "learned",
-     "policy": "offset", "group": 8},
-    {"name": "learned, density policy, G=4", "family": "reinpatch", "patcher": "learned",
-     "policy": "density", "group": 4},
+    {"name": "learned, density policy, G=4 (the default)", "family": "reinpatch",
+     "patcher": "learned", "policy": "density", "group": 4},
+    {"name": "learned, density policy, G=8", "family": "reinpatch", "patcher": "learned",
+     "policy": "density", "group": 8},
+    {"name": "learned, offset policy, G=4", "family": "reinpatch", "patcher": "learned",
+     "policy": "offset", "group": 4},
     {"name": "learned, topk policy (v1 ablation), G=4", "family": "reinpatch",
      "patcher": "learned", "policy": "topk", "group": 4},
     {"name": "frozen learned patcher (foundation, zero-shot)", "family": "reinpatch",
@@ -269,7 +271,7 @@ def main(argv: list[str] | None = None) -> None:
     for length in (LOOKBACKS[1:2] if args.quick else LOOKBACKS[1:]):
         for patcher in ("learned", "uniform"):
             spec = {"name": f"{patcher} L={length}", "family": "reinpatch", "patcher": patcher,
-                    "policy": "offset", "group": 4, "lookback": length}
+                    "policy": DEFAULT_POLICY, "group": 4, "lookback": length}
             print(f"[speed] {spec['name']} ...", flush=True)
             scaling.append(measure_in_subprocess(spec, max(1, repeats // 3), args.threads,
                                                  warmup))
