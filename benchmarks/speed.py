@@ -319,7 +319,8 @@ def write(rows: list[dict], scaling: list[dict], parts: dict[str, float], out_di
             f"{row['predict_windows_per_s']:.0f} | {row['predict_x_uniform']:.2f} | "
             f"{row['peak_rss_mb']:.0f} |"
         )
-    lines += ["", "## Scaling with the lookback (R = 8, so N = L / 8; learned = offset, G = 4)",
+    lines += ["", "## Scaling with the lookback (R = 8, so N = L / 8; learned = the default "
+              "policy, G = 4)",
               "", "| L | learned step (ms) | uniform step (ms) | learned x uniform | "
               "learned x (L=96) | uniform x (L=96) | learned predict windows/s |",
               "|---|---|---|---|---|---|---|"]
@@ -334,7 +335,7 @@ def write(rows: list[dict], scaling: list[dict], parts: dict[str, float], out_di
                      f"{uni['train_step_ms'] / base_uniform['train_step_ms']:.2f} | "
                      f"{learned['predict_windows_per_s']:.0f} |")
     whole = parts["whole training step"]
-    lines += ["", "## Where the default GRPG step (offset, G = 4, L = 96) spends its time", "",
+    lines += ["", "## Where the default GRPG step (G = 4, L = 96) spends its time", "",
               "Each part timed alone on the step's own tensors, in this process (so shares need "
               "not sum to 1).", "",
               "| part | ms | share of the whole step | x uniform step |", "|---|---|---|---|"]
