@@ -211,9 +211,14 @@ CASES = [
          r"compression_rate must be >= 1 .* Use compression_rate=1"),
     Case("compression_rate_nan", lambda ctx: ctx.make(compression_rate=float("nan")),
          ValueError, r"compression_rate must be a finite number >= 1"),
-    Case("group_size_1_with_learned_patcher",
-         lambda ctx: ctx.make(patcher="learned", group_size=1), ValueError,
-         r"group_size=1 with the learned patcher: GRPG .* needs group_size >= 2"),
+    Case("group_size_0", lambda ctx: ctx.make(group_size=0), ValueError,
+         r"group_size must be a positive integer \(patchings sampled per series"),
+    Case("group_size_1_is_fine_with_learned_patcher",
+         lambda ctx: ctx.make(patcher="learned", group_size=1).fit(
+             darts_series(sine_values(60))).predict(3),
+         check=finite_forecast),
+    Case("unknown_policy", lambda ctx: ctx.make(policy="greedy"), ValueError,
+         r"Unknown policy 'greedy'"),
     Case("group_size_1_is_fine_with_uniform_patcher",
          lambda ctx: ctx.make(patcher="uniform", group_size=1).fit(
              darts_series(sine_values(60))).predict(3),
