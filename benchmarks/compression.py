@@ -125,7 +125,8 @@ def write_report(records: list[dict], out_dir: Path, settings: dict, quick: bool
         "Protocol and budget of `benchmarks/ltsf.py` (train-only scaler, stride-1 windows, "
         "every test window, early stopping on validation MSE with the best epoch restored); "
         f"N = ceil(L / R) tokens per series; learned = `ReinPatchModel(patcher='learned')`, "
-        f"policy offset unless named, G = {ltsf.DEFAULT_GROUP}. Mean ± std over seeds; ratio = "
+        f"policy {ltsf.DEFAULT_POLICY} unless named, G = {ltsf.DEFAULT_GROUP}. Mean ± std over "
+        "seeds; ratio = "
         "learned / uniform (< 1: learned better); grid distance = mean distance of a decoded "
         "start from the uniform grid (test windows).",
         f"Training settings (seeds aside): `{settings}`.", "",
