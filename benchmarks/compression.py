@@ -130,7 +130,7 @@ def write_report(records: list[dict], out_dir: Path, settings: dict, quick: bool
         "learned / uniform (< 1: learned better); grid distance = mean distance of a decoded "
         "start from the uniform grid (test windows).",
         f"Training settings (seeds aside): `{settings}`.", "",
-        "![test MSE against N](compression.png)", "",
+        "The plot of test MSE against N is `compression.png` beside this report.", "",
     ]
     header = ["dataset", "H", "L", "R", "N"] + [f"{n} test MSE" for n in names]
     header += [f"{n} ratio" for n in learned] + [f"{n} grid distance" for n in learned]
