@@ -106,15 +106,18 @@ def test_gridsearch(make_model, series):
     assert np.isfinite(score)
 
 
-def test_save_load_and_load_weights_give_identical_forecasts(make_model, series, tmp_path):
-    model = make_model(save_checkpoints=True, model_name="saved", force_reset=True).fit(series)
+@pytest.mark.parametrize("policy", ["density", "offset", "topk"])
+def test_save_load_and_load_weights_give_identical_forecasts(make_model, series, tmp_path,
+                                                             policy):
+    model = make_model(policy=policy, save_checkpoints=True, model_name="saved",
+                       force_reset=True).fit(series)
     expected = model.predict(9).values()
     path = tmp_path / "model.pt"
     model.save(str(path))
     loaded = ReinPatchModel.load(str(path))  # no trusted=True: the classes are registered
     np.testing.assert_array_equal(loaded.predict(9).values(), expected)
 
-    fresh = make_model()
+    fresh = make_model(policy=policy)
     fresh.load_weights(str(path))
     np.testing.assert_array_equal(fresh.predict(9, series=series).values(), expected)
 
@@ -122,10 +125,13 @@ def test_save_load_and_load_weights_give_identical_forecasts(make_model, series,
     np.testing.assert_array_equal(from_ckpt.predict(9, series=series).values(), expected)
 
 
-def test_same_random_state_same_forecast(make_model, series):
-    first = make_model(patcher="learned", random_state=7).fit(series).predict(6).values()
-    second = make_model(patcher="learned", random_state=7).fit(series).predict(6).values()
-    other = make_model(patcher="learned", random_state=8).fit(series).predict(6).values()
+@pytest.mark.parametrize("policy", ["density", "offset", "topk"])
+def test_same_random_state_same_forecast(make_model, series, policy):
+    def forecast(seed: int) -> np.ndarray:
+        model = make_model(policy=policy, random_state=seed).fit(series)
+        return model.predict(6).values()
+
+    first, second, other = forecast(7), forecast(7), forecast(8)
     np.testing.assert_array_equal(first, second)
     assert not np.array_equal(first, other)
 
