@@ -246,21 +246,15 @@ def main(argv: list[str] | None = None) -> None:
     specs = plan(args)
     if not args.report_only:
         data: dict[str, Splits] = {}
-        for spec in shard(specs, args.shard):
-            if spec.key in {r["key"] for r in load_jsonl(cache)}:
-                continue  # done (perhaps by another process)
+
+        def fit(spec: ltsf.RunSpec) -> dict:
             if spec.dataset not in data:
                 data[spec.dataset] = make_splits(spec.dataset, args.series, args.length,
                                                  args.lookback, args.data_seed)
-            print(f"[boundaries] {spec.dataset} H={spec.horizon} {spec.label} ...", flush=True)
-            record = run(spec, args, data[spec.dataset])
-            append_jsonl(record, cache)
-            print(f"[boundaries]   test MSE {record['test_mse']:.4f} "
-                  f"({record['train_seconds']:.0f} s)", flush=True)
-    # Every cached run of these settings (any seed), also of cells not selected this time.
-    protocol = ltsf.protocol(specs[0].settings) if specs else None
-    records = [r for r in load_jsonl(cache) if ltsf.protocol(r["spec"]["settings"]) == protocol]
-    settings = {k: v for k, v in specs[0].settings.items() if k != "seed"} if specs else {}
+            return run(spec, args, data[spec.dataset])
+
+        ltsf.run_missing(shard(specs, args.shard), cache, fit, "boundaries")
+    records, settings = ltsf.cached_runs_like(specs, cache)
     write_report(records, args.out_dir, settings, args.quick)
 
 

@@ -31,8 +31,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import (RESULTS, aggregate_seeds, append_jsonl, format_mean_std,  # noqa: E402
-                     load_jsonl, set_threads, shard, stamp, write_csv, write_markdown)
+from _common import (RESULTS, aggregate_seeds, format_mean_std, set_threads,  # noqa: E402
+                     shard, stamp, write_csv, write_markdown)
 
 import ltsf  # noqa: E402
 
@@ -221,19 +221,9 @@ def main(argv: list[str] | None = None) -> None:
     specs = plan(args.datasets, args.horizons, args.lookbacks, args.models, args.policy,
                  lambda seed: ltsf.training_settings(args, seed), args.seeds, rates)
     if not args.report_only:
-        for spec in shard(specs, args.shard):
-            if spec.key in {r["key"] for r in load_jsonl(cache)}:
-                continue  # done (perhaps by another process)
-            print(f"[compression] {spec.dataset} H={spec.horizon} L={spec.lookback} "
-                  f"{spec.label} ...", flush=True)
-            record = ltsf.run_one(spec, args)
-            append_jsonl(record, cache)
-            print(f"[compression]   test MSE {record['test_mse']:.4f} "
-                  f"({record['train_seconds']:.0f} s, {record['epochs']} epochs)", flush=True)
-    # Every cached run of these settings (any seed), also of cells not selected this time.
-    protocol = ltsf.protocol(specs[0].settings) if specs else None
-    records = [r for r in load_jsonl(cache) if ltsf.protocol(r["spec"]["settings"]) == protocol]
-    settings = {k: v for k, v in specs[0].settings.items() if k != "seed"} if specs else {}
+        ltsf.run_missing(shard(specs, args.shard), cache,
+                         lambda spec: ltsf.run_one(spec, args), "compression")
+    records, settings = ltsf.cached_runs_like(specs, cache)
     write_report(records, args.out_dir, settings, args.quick)
 
 

@@ -392,6 +392,34 @@ def protocol(settings: dict[str, Any] | None) -> str:
     return json.dumps({k: v for k, v in (settings or {}).items() if k != "seed"}, sort_keys=True)
 
 
+def run_missing(specs: list[RunSpec], cache: Path, fit: Callable[[RunSpec], dict],
+                tag: str) -> None:
+    """Fit every spec whose key is not in ``cache`` yet and append its record.
+
+    The cache is re-read before each fit: another process may share it (``--shard``).
+    """
+    for spec in specs:
+        if spec.key in {r["key"] for r in load_jsonl(cache)}:
+            continue  # done (perhaps by another process)
+        where = "" if spec.lookback == 96 else f" L={spec.lookback}"
+        print(f"[{tag}] {spec.dataset} H={spec.horizon}{where} {spec.label} ...", flush=True)
+        record = fit(spec)
+        append_jsonl(record, cache)
+        print(f"[{tag}]   test MSE {record['test_mse']:.4f} ({record['train_seconds']:.0f} s, "
+              f"{record['epochs']} epochs)", flush=True)
+
+
+def cached_runs_like(specs: list[RunSpec], cache: Path) -> tuple[list[dict], dict[str, Any]]:
+    """Every cached run with the training settings of ``specs`` (any seed, also of cells not
+    planned this time), and those settings without the seed."""
+    if not specs:
+        return [], {}
+    settings = specs[0].settings
+    records = [r for r in load_jsonl(cache)
+               if protocol(r["spec"]["settings"]) == protocol(settings)]
+    return records, {k: v for k, v in settings.items() if k != "seed"}
+
+
 PATCH_FIELDS = ("first_length", "last_length", "one_step_share", "length_std", "grid_distance")
 
 

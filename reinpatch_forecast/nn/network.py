@@ -358,8 +358,7 @@ class ReinPatchNetwork(nn.Module):
     def __getstate__(self) -> dict:
         # torch generators do not pickle (deepcopy, sktime's clone): a copy starts its
         # samples afresh from the seed.
-        state = super().__getstate__() if hasattr(super(), "__getstate__") else self.__dict__
-        return {**state, "_generators": {}}
+        return {**super().__getstate__(), "_generators": {}}
 
     # -- parameter groups -------------------------------------------------------------------
     def patcher_parameters(self) -> list[nn.Parameter]:
