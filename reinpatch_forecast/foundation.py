@@ -1,150 +1,39 @@
-"""The foundation patcher: pretrain a standalone patcher, save it, load it, ship it.
-
-A patcher is stored as a plain state (format name, version, a JSON-able config and a tensor
-state dict), written with ``torch.save`` and read with ``torch.load(weights_only=True)``, so
-loading never unpickles arbitrary objects.
+"""The foundation patcher: pretrain a standalone patcher on many series, to reuse frozen.
 
 :func:`pretrain_patcher` trains a patcher by GRPG over a corpus of univariate series with a
 throwaway backbone, through the one training engine (:class:`~reinpatch_forecast.ReinPatchModel`
 on a list of series). The package ships one such patcher
-(:func:`pretrained_patcher_path`), used by ``ReinPatchModel(patcher="pretrained")``.
+(:func:`pretrained_patcher_path`), used by ``ReinPatchModel(patcher="pretrained")``. The file
+format itself lives in :mod:`~reinpatch_forecast.patcher_io`; its functions are re-exported here.
 """
 
 from __future__ import annotations
 
-import hashlib
-import importlib.resources
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 import torch
 
+from ._lightning import quiet_trainer_kwargs
 from .nn import DEFAULT_POLICY, LearnedPatcher
+from .patcher_io import (
+    PATCHER_FORMAT,
+    PATCHER_VERSION,
+    PRETRAINED_SHA256,
+    file_sha256,
+    load_patcher,
+    load_pretrained_patcher,
+    patcher_from_state,
+    patcher_state,
+    pretrained_patcher_path,
+    save_patcher,
+)
 
 __all__ = ["PATCHER_FORMAT", "PATCHER_VERSION", "PRETRAINED_SHA256", "patcher_state",
            "patcher_from_state", "save_patcher", "load_patcher", "pretrained_patcher_path",
-           "load_pretrained_patcher", "PretrainEpoch", "PretrainResult", "pretrain_patcher"]
-
-#: SHA-256 of the shipped ``pretrained/patcher.pt`` (checked by the test suite).
-PRETRAINED_SHA256 = "bbe2c992e8ee543299f28d3a6c2de51f2eb6e296dfcd1d0a2fe90bffdc70aff3"
-
-PATCHER_FORMAT = "reinpatch-forecast/patcher"
-#: Version 2: the policy-v2 patcher (its config names its policy). Version-1 files hold a
-#: top-k policy with a uniform-prior bonus that no longer exists, so they are refused.
-PATCHER_VERSION = 2
-
-
-def patcher_state(patcher: LearnedPatcher) -> dict[str, Any]:
-    """The plain state of a learned patcher (tensors and primitives only)."""
-    if not isinstance(patcher, LearnedPatcher):
-        raise TypeError(
-            f"Only a LearnedPatcher can be saved or reused, got {type(patcher).__name__}."
-        )
-    return {
-        "format": PATCHER_FORMAT,
-        "version": PATCHER_VERSION,
-        "config": patcher.config(),
-        "state_dict": {k: v.detach().cpu().clone() for k, v in patcher.state_dict().items()},
-    }
-
-
-def patcher_from_state(state: dict[str, Any], source: str = "the patcher state") -> LearnedPatcher:
-    """Rebuild a :class:`LearnedPatcher` from :func:`patcher_state`'s output.
-
-    Raises
-    ------
-    ValueError
-        If the state is not a patcher of a supported format and version, or its weights do not
-        fit its config.
-    """
-    if not isinstance(state, dict) or state.get("format") != PATCHER_FORMAT:
-        raise ValueError(
-            f"{source} is not a reinpatch-forecast patcher (expected format "
-            f"{PATCHER_FORMAT!r}). Save patchers with reinpatch_forecast.foundation.save_patcher."
-        )
-    if state.get("version") == 1:
-        raise ValueError(
-            f"{source} is a version-1 patcher (the first, top-k policy with a uniform prior), "
-            f"which this version of reinpatch-forecast no longer runs: it reads version "
-            f"{PATCHER_VERSION}. Pretrain a new patcher with "
-            "reinpatch_forecast.foundation.pretrain_patcher (or `reinpatch-forecast "
-            "pretrain-patcher`), or use the shipped one (patcher='pretrained')."
-        )
-    if state.get("version") != PATCHER_VERSION:
-        raise ValueError(
-            f"{source} has patcher format version {state.get('version')!r}; this version of "
-            f"reinpatch-forecast reads version {PATCHER_VERSION}. Re-save it with a matching "
-            "version of the package."
-        )
-    try:
-        patcher = LearnedPatcher(**state["config"])
-        patcher.load_state_dict(state["state_dict"])
-    except (KeyError, TypeError, RuntimeError) as error:
-        raise ValueError(f"{source} is damaged: its weights do not fit its config ({error}).")
-    return patcher
-
-
-def save_patcher(patcher: LearnedPatcher, path: str | os.PathLike) -> None:
-    """Write a learned patcher to ``path``."""
-    torch.save(patcher_state(patcher), path)
-
-
-def load_patcher(path: str | os.PathLike) -> LearnedPatcher:
-    """Read a patcher written by :func:`save_patcher`.
-
-    Raises
-    ------
-    FileNotFoundError
-        If ``path`` does not exist.
-    ValueError
-        If the file is truncated, corrupted, or not a patcher of this format and version.
-    """
-    path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"No patcher file at {path!r}.")
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as error:  # torch raises several types for a bad file
-        raise ValueError(
-            f"Cannot read the patcher file {path!r}: it is truncated, corrupted or not a "
-            f"patcher saved by reinpatch-forecast ({type(error).__name__}: {error})."
-        ) from error
-    return patcher_from_state(state, source=f"The file {path!r}")
-
-
-def pretrained_patcher_path() -> Path:
-    """Path of the foundation patcher shipped in the package (``pretrained/patcher.pt``)."""
-    return Path(str(importlib.resources.files("reinpatch_forecast") / "pretrained" / "patcher.pt"))
-
-
-def file_sha256(path: str | os.PathLike) -> str:
-    """SHA-256 hex digest of a file."""
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-def load_pretrained_patcher() -> LearnedPatcher:
-    """The foundation patcher shipped in the package (trainable; freeze it to reuse it frozen).
-
-    Raises
-    ------
-    ValueError
-        If the shipped file does not match :data:`PRETRAINED_SHA256` (a damaged install).
-    """
-    path = pretrained_patcher_path()
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"The shipped foundation patcher is missing ({path}); reinstall reinpatch-forecast."
-        )
-    digest = file_sha256(path)
-    if digest != PRETRAINED_SHA256:
-        raise ValueError(
-            f"The shipped foundation patcher {path} is damaged (SHA-256 {digest}, expected "
-            f"{PRETRAINED_SHA256}); reinstall reinpatch-forecast."
-        )
-    return load_patcher(path)
+           "load_pretrained_patcher", "file_sha256", "PretrainEpoch", "PretrainResult",
+           "pretrain_patcher"]
 
 
 @dataclass
@@ -336,9 +225,8 @@ def pretrain_patcher(
                 val_mse=float(metrics["val_loss"]),
             ))
 
-    trainer_kwargs = {"accelerator": "cpu", "enable_progress_bar": verbose, "logger": False,
-                      "enable_model_summary": False, "enable_checkpointing": False}
-    trainer_kwargs.update(pl_trainer_kwargs or {})
+    trainer_kwargs = quiet_trainer_kwargs(verbose, enable_checkpointing=False,
+                                          **(pl_trainer_kwargs or {}))
     trainer_kwargs["callbacks"] = [*trainer_kwargs.get("callbacks", []), _History()]
     with torch.random.fork_rng():
         torch.manual_seed(random_state)  # the patcher's initial weights follow the seed

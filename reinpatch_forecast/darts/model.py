@@ -36,12 +36,7 @@ from darts.utils.likelihood_models.base import LikelihoodType
 from darts.utils.likelihood_models.torch import GaussianLikelihood
 from darts.utils.serialization import add_safe_globals
 
-from ..foundation import (
-    load_patcher,
-    load_pretrained_patcher,
-    patcher_from_state,
-    patcher_state,
-)
+from ..patcher_io import patcher_from_state, resolve_patcher_state
 from ..nn import PATCHER_NAMES, LearnedPatcher, ReinPatchConfig, ReinPatchNetwork
 from ..nn.patchers import DEFAULT_POLICY, POLICY_OPTIONS
 from ..validation import (
@@ -197,25 +192,6 @@ class PatchBoundaries:
         return self.time_index[self.starts[component]]
 
 
-def _patcher_state_of(value: Any, argument: str) -> dict:
-    """The plain state of a patcher given as ``"pretrained"``, an object, a state or a path."""
-    if isinstance(value, LearnedPatcher):
-        return patcher_state(value)
-    if isinstance(value, dict):
-        patcher_from_state(value, source=f"{argument}")  # validates
-        return value
-    if isinstance(value, str) and value == "pretrained":
-        return patcher_state(load_pretrained_patcher())
-    if isinstance(value, (str, os.PathLike)) and os.path.isfile(value):
-        return patcher_state(load_patcher(value))
-    names = ", ".join(map(repr, PATCHER_NAMES)) + ", " if argument == "patcher" else ""
-    raise ValueError(
-        f"{argument} must be one of {names}'pretrained', a LearnedPatcher or the path of a "
-        f"patcher file saved with reinpatch_forecast.foundation.save_patcher; got {value!r}"
-        + (" (no such file)." if isinstance(value, (str, os.PathLike)) else ".")
-    )
-
-
 def _as_float32(series):
     if series is None:
         return None
@@ -346,7 +322,7 @@ class ReinPatchModel(PastCovariatesTorchModel):
         if isinstance(patcher, str) and patcher in PATCHER_NAMES:
             patcher_name = patcher
         else:
-            self._foundation_state = _patcher_state_of(patcher, "patcher")
+            self._foundation_state = resolve_patcher_state(patcher, "patcher")
             self.model_params["patcher"] = self._foundation_state
             patcher_name = "learned"
         if patcher_init is not None:
@@ -356,7 +332,7 @@ class ReinPatchModel(PastCovariatesTorchModel):
                     f"patcher='learned', got patcher={patcher!r}. To use a pretrained patcher "
                     "frozen instead, pass it as patcher=... and leave patcher_init=None."
                 )
-            self._init_state = _patcher_state_of(patcher_init, "patcher_init")
+            self._init_state = resolve_patcher_state(patcher_init, "patcher_init")
             self.model_params["patcher_init"] = self._init_state
         self.patcher_lr = patcher_lr
         given = self._foundation_state or self._init_state

@@ -9,7 +9,7 @@ import pytest
 import torch
 from darts import TimeSeries
 
-from reinpatch_forecast import foundation
+from reinpatch_forecast import patcher_io
 from reinpatch_forecast.corpus import SYNTHETIC_KINDS, synthetic_series
 from reinpatch_forecast.foundation import (
     PATCHER_VERSION,
@@ -65,7 +65,7 @@ def test_damaged_shipped_patcher_is_refused(tmp_path, monkeypatch):
     data = bytearray(copy.read_bytes())
     data[-10] ^= 0xFF
     copy.write_bytes(bytes(data))
-    monkeypatch.setattr(foundation, "pretrained_patcher_path", lambda: copy)
+    monkeypatch.setattr(patcher_io, "pretrained_patcher_path", lambda: copy)
     with pytest.raises(ValueError, match="damaged.*reinstall"):
         load_pretrained_patcher()
 
