@@ -41,6 +41,7 @@ import pandas as pd
 
 from ._lightning import quiet_lightning
 from .nn.policies import DEFAULT_POLICY, POLICY_NAMES
+from .options import add_option_flags, option_names
 
 if TYPE_CHECKING:  # pragma: no cover
     from darts import TimeSeries
@@ -98,9 +99,31 @@ def _non_negative_float(text: str) -> float:
     return value
 
 
-#: The learned patcher's policies (``reinpatch_forecast.nn.POLICY_NAMES``, not imported here so
-#: that ``--help`` does not load torch).
-_POLICIES = POLICY_NAMES
+def _probability(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1), got {text!r}") from None
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1), got {text!r}")
+    return value
+
+
+def _rates(text: str) -> float | tuple[float, float]:
+    """A compression rate ``R``, or a pair ``R1,R2`` for two levels."""
+    values = tuple(_positive_float(part) for part in text.split(","))
+    if len(values) > 2:
+        raise argparse.ArgumentTypeError(f"expected R or R1,R2, got {text!r}")
+    return values[0] if len(values) == 1 else values
+
+
+#: The argument type of each model option's flag (the others are strings).
+_OPTION_TYPES = {
+    "compression_rate": _rates, "levels": int, "d_model": _positive_int,
+    "n_heads": _positive_int, "n_layers": _positive_int, "dropout": _probability,
+    "resample_points": _positive_int, "group_size": _positive_int,
+    "kl_coef": _non_negative_float, "patcher_lr": _positive_float,
+}
 
 
 def _columns(text: str) -> list[str]:
@@ -354,14 +377,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     model = ReinPatchModel(
         input_chunk_length=args.lookback,
         output_chunk_length=args.horizon,
-        compression_rate=args.compression_rate,
-        patcher=args.patcher,
-        policy=args.policy,
-        group_size=args.group_size,
-        kl_coef=args.kl_coef,
-        d_model=args.d_model,
-        n_heads=args.n_heads,
-        n_layers=args.n_layers,
+        **{name: getattr(args, name) for name in option_names()},
         batch_size=args.batch_size,
         n_epochs=args.epochs,
         optimizer_kwargs={"lr": args.learning_rate},
@@ -541,30 +557,9 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--out", required=True, metavar="MODEL", help="file to save the model to")
     fit.add_argument("--epochs", type=_positive_int, default=10,
                      help="training epochs (default: %(default)s)")
-    fit.add_argument("--compression-rate", type=_positive_float, default=8.0, metavar="R",
-                     help="average patch length: ceil(L / R) patches per window "
-                          "(default: %(default)s)")
-    fit.add_argument("--patcher", default="learned", metavar="NAME_OR_FILE",
-                     help="learned, uniform, random, volatility, pretrained (the foundation "
-                          "patcher shipped in the package, frozen), or the file of a saved "
-                          "foundation patcher (default: %(default)s)")
-    fit.add_argument("--policy", choices=_POLICIES, default=None,
-                     help="boundary policy of the learned patcher: density (resolution moves "
-                          "across the window), offset (boundaries move a few steps around the "
-                          "uniform grid) or topk (the first policy, an ablation) "
-                          "(default: density, or a pretrained patcher's own policy)")
-    fit.add_argument("--group-size", type=_positive_int, default=4, metavar="G",
-                     help="patchings sampled per series in a training step and scored "
-                          "against the decoded one (default: %(default)s)")
-    fit.add_argument("--kl-coef", type=_non_negative_float, default=0.1, metavar="W",
-                     help="weight of the KL anchor that keeps the policy near the uniform "
-                          "grid (default: %(default)s)")
-    fit.add_argument("--d-model", type=_positive_int, default=64, metavar="D",
-                     help="Transformer width (default: %(default)s)")
-    fit.add_argument("--n-heads", type=_positive_int, default=4,
-                     help="attention heads (default: %(default)s)")
-    fit.add_argument("--n-layers", type=_positive_int, default=2,
-                     help="Transformer layers (default: %(default)s)")
+    # The model's options (reinpatch_forecast.options): the flags, defaults and help of every
+    # one, as the darts model and the sktime forecaster take them.
+    add_option_flags(fit, _OPTION_TYPES)
     fit.add_argument("--batch-size", type=_positive_int, default=32,
                      help="training windows per batch (default: %(default)s)")
     fit.add_argument("--learning-rate", type=_positive_float, default=1e-3, metavar="LR",
@@ -631,7 +626,7 @@ def build_parser() -> argparse.ArgumentParser:
                           help="horizon of the pretraining task (default: %(default)s)")
     pretrain.add_argument("--compression-rate", type=_positive_float, default=8.0, metavar="R",
                           help="average patch length (default: %(default)s)")
-    pretrain.add_argument("--policy", choices=_POLICIES, default=DEFAULT_POLICY,
+    pretrain.add_argument("--policy", choices=POLICY_NAMES, default=DEFAULT_POLICY,
                           help="boundary policy of the patcher (default: %(default)s)")
     pretrain.add_argument("--group-size", type=_positive_int, default=4, metavar="G",
                           help="GRPG group size (default: %(default)s)")

@@ -14,6 +14,7 @@ Q : parameters per step (``likelihood.num_parameters``, 1 without a likelihood)
 from __future__ import annotations
 
 import copyreg
+import dataclasses
 import os
 import signal
 import threading
@@ -37,8 +38,9 @@ from darts.utils.likelihood_models.torch import GaussianLikelihood
 from darts.utils.serialization import add_safe_globals
 
 from ..patcher_io import patcher_from_state, resolve_patcher_state
-from ..nn import PATCHER_NAMES, LearnedPatcher, ReinPatchConfig, ReinPatchNetwork
-from ..nn.patchers import DEFAULT_POLICY, POLICY_OPTIONS
+from ..nn import DEFAULT_POLICY, PATCHER_NAMES, LearnedPatcher, ReinPatchConfig, ReinPatchNetwork
+from ..nn.backbone import BackboneConfig
+from ..options import ModelOptions, TrainingOptions, network_config, options_from
 from ..validation import (
     TrainingDivergedError,
     check_darts_series,
@@ -220,47 +222,7 @@ class ReinPatchModel(PastCovariatesTorchModel):
         Horizon ``H`` of one forward pass.
     output_chunk_shift
         Steps between the end of the input and the start of the output.
-    compression_rate
-        Average patch length: every series gets exactly ``ceil(L / compression_rate)`` patches.
-        With ``levels=2``, a pair ``(R1, R2)``: ``N1 = ceil(L / R1)`` fine patches and
-        ``N2 = ceil(N1 / R2)`` coarse ones, e.g. ``(4, 4)`` for 4x then 16x overall.
-    levels
-        Boundary levels: 1 (default), or 2 for coarse patches nested in the fine ones (drawn by
-        a second policy head among the fine starts); the backbone then runs blocks on the fine
-        tokens, pools them into coarse tokens, runs blocks there and reads both.
-    patcher
-        ``"learned"`` (ReinPatch, default), ``"uniform"`` (PatchTST-like fixed patches),
-        ``"random"``, ``"volatility"`` (cut at the largest jumps), or a foundation patcher: a
-        :class:`~reinpatch_forecast.nn.LearnedPatcher` or the path of one saved with
-        :func:`~reinpatch_forecast.foundation.save_patcher`. A foundation patcher is frozen:
-        only the backbone trains, with no group rollouts.
-        ``"pretrained"`` is the foundation patcher shipped in the package
-        (:func:`~reinpatch_forecast.foundation.load_pretrained_patcher`).
-    patcher_init
-        With ``patcher="learned"``: start GRPG from these weights instead of a random policy,
-        and train them end to end. ``"pretrained"`` (the shipped foundation patcher), a
-        :class:`~reinpatch_forecast.nn.LearnedPatcher` or the path of a saved patcher; ``None``
-        (default) starts from a random policy.
-    policy
-        The learned patcher's boundary policy: ``"density"`` (the default, unless ``patcher`` or
-        ``patcher_init`` gives a pretrained patcher, whose own policy is used; boundaries at the
-        quantiles of a learned density: resolution moves across the whole window),
-        ``"offset"`` (every boundary moves a few steps around the uniform grid) or ``"topk"``
-        (the first version's policy, kept as an ablation). See ``docs/choosing_parameters.md``.
-    group_size
-        ``G``: patchings sampled per series in a training step and scored against the decoded
-        one (without gradients; measured, a step costs about 2.6 uniform steps at ``G = 4``).
-    kl_coef
-        Weight of the KL anchor that keeps the policy near its reference (the uniform grid).
-    patcher_lr
-        Learning rate of the patcher; ``None`` uses 3x the optimizer's learning rate.
-    d_model, n_heads, n_layers, dropout
-        Transformer sizes.
-    resample_points
-        Points each patch is resampled to (area resampling) for its shape token; ``None``
-        (default): ``ceil(compression_rate)``, every value of a uniform patch.
-    revin_affine
-        Learn a per-component affine map in the instance normalisation.
+    %(options)s
     **kwargs
         Every argument of darts' ``TorchForecastingModel`` (``batch_size``, ``n_epochs``,
         ``likelihood``, ``loss_fn``, ``optimizer_kwargs``, ``lr_scheduler_cls``,
@@ -290,20 +252,20 @@ class ReinPatchModel(PastCovariatesTorchModel):
         input_chunk_length: int,
         output_chunk_length: int,
         output_chunk_shift: int = 0,
-        compression_rate: float | tuple[float, float] = 8,
-        levels: int = 1,
-        patcher: str | os.PathLike | LearnedPatcher | dict = "learned",
-        patcher_init: str | os.PathLike | LearnedPatcher | dict | None = None,
-        policy: str | None = None,
-        group_size: int = 4,
-        kl_coef: float = 0.1,
-        patcher_lr: float | None = None,
-        d_model: int = 64,
-        n_heads: int = 4,
-        n_layers: int = 2,
-        dropout: float = 0.1,
-        resample_points: int | None = None,
-        revin_affine: bool = False,
+        compression_rate: float | tuple[float, float] = ModelOptions.compression_rate,
+        levels: int = ModelOptions.levels,
+        patcher: str | os.PathLike | LearnedPatcher | dict = ModelOptions.patcher,
+        patcher_init: str | os.PathLike | LearnedPatcher | dict | None = ModelOptions.patcher_init,
+        policy: str | None = ModelOptions.policy,
+        d_model: int = ModelOptions.d_model,
+        n_heads: int = ModelOptions.n_heads,
+        n_layers: int = ModelOptions.n_layers,
+        dropout: float = ModelOptions.dropout,
+        resample_points: int | None = ModelOptions.resample_points,
+        revin_affine: bool = ModelOptions.revin_affine,
+        group_size: int = TrainingOptions.group_size,
+        kl_coef: float = TrainingOptions.kl_coef,
+        patcher_lr: float | None = TrainingOptions.patcher_lr,
         **kwargs,
     ) -> None:
         if kwargs.get("use_reversible_instance_norm"):
@@ -314,7 +276,6 @@ class ReinPatchModel(PastCovariatesTorchModel):
             )
         super().__init__(**self._extract_torch_model_params(**self.model_params))
         self.pl_module_params = self._extract_pl_module_params(**self.model_params)
-
         # A patcher object or file becomes a plain state (tensors and primitives), so that the
         # model pickles and darts can load it without trusting arbitrary classes.
         self._foundation_state: dict | None = None
@@ -334,46 +295,30 @@ class ReinPatchModel(PastCovariatesTorchModel):
                 )
             self._init_state = resolve_patcher_state(patcher_init, "patcher_init")
             self.model_params["patcher_init"] = self._init_state
-        self.patcher_lr = patcher_lr
+        self.options, self.training_options = options_from(self.model_params)
         given = self._foundation_state or self._init_state
-        learned_sizes = given["config"] if given is not None else {}
-        if given is not None and learned_sizes.get("levels", 1) != levels:
+        patcher_sizes = given["config"] if given is not None else {}
+        if given is not None and patcher_sizes.get("levels", 1) != levels:
             raise ValueError(
-                f"The given patcher has levels={learned_sizes.get('levels', 1)} but the model "
+                f"The given patcher has levels={patcher_sizes.get('levels', 1)} but the model "
                 f"has levels={levels}: a patcher draws as many boundary levels as it was "
                 "trained for. Use a patcher pretrained with the same levels (the shipped one "
                 "has levels=1), or patcher='learned' without patcher_init."
             )
-        given_policy = learned_sizes.get("policy", "topk" if given is not None else None)
+        given_policy = patcher_sizes.get("policy")
         if policy is not None and given_policy is not None and policy != given_policy:
             raise ValueError(
                 f"policy={policy!r} but the given patcher was trained with policy="
                 f"{given_policy!r}: a pretrained patcher keeps its policy. Leave policy=None, or "
                 "use patcher='learned' without patcher_init for a new patcher of that policy."
             )
-        self.network_params = dict(
-            input_length=input_chunk_length,
-            output_length=output_chunk_length,
-            compression_rate=compression_rate,
-            levels=levels,
-            patcher=patcher_name,
-            policy=given_policy or policy or DEFAULT_POLICY,
-            group_size=group_size,
-            kl_coef=kl_coef,
-            d_model=d_model,
-            n_heads=n_heads,
-            n_layers=n_layers,
-            dropout=dropout,
-            resample_points=resample_points,
-            revin_affine=revin_affine,
-            patcher_hidden_size=learned_sizes.get("hidden_size", 32),
-            patcher_layers=learned_sizes.get("n_layers", 4),
-            patcher_kernel_size=learned_sizes.get("kernel_size", 3),
-            patcher_options={key: learned_sizes[key] for key in POLICY_OPTIONS
-                             if key in learned_sizes} or None,
+        # Built (and so validated) once, here, not at the first fit; the output layout, which
+        # depends on the data and the likelihood, joins it in _create_model.
+        self.network_config = network_config(
+            self.options, self.training_options, input_chunk_length, output_chunk_length,
+            policy=given_policy or policy or DEFAULT_POLICY, patcher_name=patcher_name,
+            patcher_sizes=patcher_sizes,
         )
-        # Validate every argument now, not at the first fit.
-        ReinPatchConfig(**self.network_params)
 
     # -- darts hooks ------------------------------------------------------------------------
     def _create_model(self, train_sample: TorchTrainingSample) -> torch.nn.Module:
@@ -385,15 +330,14 @@ class ReinPatchModel(PastCovariatesTorchModel):
             param_kinds = ("location",) * nr_params
         # darts sorts the quantile levels; the outputs are kept in the same increasing order.
         quantile_levels = getattr(self.likelihood, "quantiles", None)
-        config = ReinPatchConfig(
-            **self.network_params, n_channels=n_channels, nr_params=nr_params,
-            param_kinds=param_kinds,
-            monotone_params=quantile_levels is not None,
+        config = dataclasses.replace(
+            self.network_config, n_channels=n_channels, nr_params=nr_params,
+            param_kinds=param_kinds, monotone_params=quantile_levels is not None,
         )
         module = _ReinPatchModule(
             network_config=config.to_dict(),
             freeze_patcher=self._foundation_state is not None,
-            patcher_lr=self.patcher_lr,
+            patcher_lr=self.training_options.patcher_lr,
             **self.pl_module_params,
         )
         given = self._foundation_state or self._init_state
@@ -685,7 +629,9 @@ class ReinPatchModel(PastCovariatesTorchModel):
         return results[0] if single else results
 
 
-add_safe_globals([ReinPatchModel, _ReinPatchModule, PatchBoundaries])
+# Saved models hold their options and network configuration (dataclasses of primitives).
+add_safe_globals([ReinPatchModel, _ReinPatchModule, PatchBoundaries, ModelOptions,
+                  TrainingOptions, ReinPatchConfig, BackboneConfig])
 
 
 def _likelihood_type_by_value(member: LikelihoodType):

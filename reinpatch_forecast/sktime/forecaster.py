@@ -25,19 +25,12 @@ import numpy as np
 import pandas as pd
 from sktime.forecasting.base import BaseForecaster, ForecastingHorizon
 
-from .._lightning import quiet_lightning
-from ..nn.policies import DEFAULT_POLICY
+from .._lightning import quiet_lightning, quiet_trainer_kwargs
+from ..options import ModelOptions, TrainingOptions, document_options, network_config, \
+    option_names, options_from
 from ..validation import check_finite_values, explain_non_numeric_y
 
 _LIKELIHOODS = (None, "quantile", "gaussian")
-
-# Trainer settings that keep fit/predict silent; ``pl_trainer_kwargs`` is applied on top.
-_QUIET_TRAINER_KWARGS = {
-    "accelerator": "cpu",
-    "enable_progress_bar": False,
-    "enable_model_summary": False,
-    "logger": False,
-}
 
 
 class _TrainedModel:
@@ -95,49 +88,7 @@ class ReinPatchForecaster(BaseForecaster):
     input_chunk_length : int, default=96
         Lookback: the number of past steps the network reads. Every series passed to ``fit``
         needs at least ``input_chunk_length + max(fh)`` steps.
-    compression_rate : float or (float, float), default=8
-        Average patch length: every series is cut into exactly
-        ``ceil(input_chunk_length / compression_rate)`` patches. With ``levels=2``, a pair
-        ``(R1, R2)``: ``N1 = ceil(L / R1)`` fine patches and ``N2 = ceil(N1 / R2)`` coarse ones.
-    levels : int, default=1
-        Boundary levels: 1, or 2 for coarse patches nested in the fine ones (hierarchical
-        patching; the backbone models both resolutions).
-    patcher : str, path or LearnedPatcher, default="learned"
-        ``"learned"`` (ReinPatch), ``"uniform"`` (fixed patches, PatchTST-like), ``"random"``,
-        ``"volatility"`` (cut at the largest jumps), or a foundation patcher used frozen:
-        ``"pretrained"`` (the one shipped in the package), a
-        :class:`~reinpatch_forecast.nn.LearnedPatcher` or the path of a saved one.
-    patcher_init : str, path, LearnedPatcher or None, default=None
-        With ``patcher="learned"``: start GRPG from these weights (``"pretrained"``, a
-        ``LearnedPatcher`` or a path) instead of a new patcher.
-    policy : str or None, default=None
-        The learned patcher's boundary policy: ``"density"`` (boundaries at the quantiles of a
-        learned density: resolution moves across the whole window; the default), ``"offset"``
-        (every boundary moves a few steps around the uniform grid) or ``"topk"`` (the first
-        version's policy, kept as an ablation). ``None``: ``"density"``, unless ``patcher`` or
-        ``patcher_init`` gives a pretrained patcher, whose own policy is used (an explicit
-        policy that differs from it raises a ``ValueError``).
-    group_size : int, default=4
-        Patchings sampled per series in a training step and scored against the decoded one
-        (without gradients; a step costs about ``1 + group_size / 3`` uniform steps).
-    kl_coef : float, default=0.1
-        Weight of the KL anchor that keeps the policy near its reference (the uniform grid).
-    patcher_lr : float or None, default=None
-        Learning rate of the patcher; ``None`` uses 3 x ``learning_rate``.
-    d_model : int, default=64
-        Width of the Transformer.
-    n_heads : int, default=4
-        Attention heads.
-    n_layers : int, default=2
-        Transformer layers.
-    dropout : float, default=0.1
-        Dropout rate.
-    resample_points : int or None, default=None
-        Points each patch is resampled to (area resampling) for its shape token; ``None``:
-        ``ceil(compression_rate)``, every value of a uniform patch.
-    revin_affine : bool, default=False
-        Learn an affine map in the instance normalisation (shared by all columns, since each
-        column is trained as its own series).
+    %(options)s
     batch_size : int, default=32
         Training windows per batch.
     n_epochs : int, default=100
@@ -202,6 +153,10 @@ class ReinPatchForecaster(BaseForecaster):
     3
     """
 
+    # The forecaster keeps the data it forecasts from and updates on itself (``_cur_y``), so
+    # sktime need not store a copy (which also silences sktime 1.2's remember_data warning).
+    _config = {"remember_data": False}
+
     _tags = {
         # packaging info
         # --------------
@@ -237,20 +192,20 @@ class ReinPatchForecaster(BaseForecaster):
     def __init__(
         self,
         input_chunk_length: int = 96,
-        compression_rate: float | tuple[float, float] = 8,
-        levels: int = 1,
-        patcher: Any = "learned",
-        patcher_init: Any = None,
-        policy: str | None = None,
-        group_size: int = 4,
-        kl_coef: float = 0.1,
-        patcher_lr: float | None = None,
-        d_model: int = 64,
-        n_heads: int = 4,
-        n_layers: int = 2,
-        dropout: float = 0.1,
-        resample_points: int | None = None,
-        revin_affine: bool = False,
+        compression_rate: float | tuple[float, float] = ModelOptions.compression_rate,
+        levels: int = ModelOptions.levels,
+        patcher: Any = ModelOptions.patcher,
+        patcher_init: Any = ModelOptions.patcher_init,
+        policy: str | None = ModelOptions.policy,
+        d_model: int = ModelOptions.d_model,
+        n_heads: int = ModelOptions.n_heads,
+        n_layers: int = ModelOptions.n_layers,
+        dropout: float = ModelOptions.dropout,
+        resample_points: int | None = ModelOptions.resample_points,
+        revin_affine: bool = ModelOptions.revin_affine,
+        group_size: int = TrainingOptions.group_size,
+        kl_coef: float = TrainingOptions.kl_coef,
+        patcher_lr: float | None = TrainingOptions.patcher_lr,
         batch_size: int = 32,
         n_epochs: int = 100,
         learning_rate: float = 1e-3,
@@ -266,15 +221,15 @@ class ReinPatchForecaster(BaseForecaster):
         self.patcher = patcher
         self.patcher_init = patcher_init
         self.policy = policy
-        self.group_size = group_size
-        self.kl_coef = kl_coef
-        self.patcher_lr = patcher_lr
         self.d_model = d_model
         self.n_heads = n_heads
         self.n_layers = n_layers
         self.dropout = dropout
         self.resample_points = resample_points
         self.revin_affine = revin_affine
+        self.group_size = group_size
+        self.kl_coef = kl_coef
+        self.patcher_lr = patcher_lr
         self.batch_size = batch_size
         self.n_epochs = n_epochs
         self.learning_rate = learning_rate
@@ -308,35 +263,16 @@ class ReinPatchForecaster(BaseForecaster):
             raise ValueError(f"num_samples must be a positive integer, got {self.num_samples!r}.")
         if not isinstance(self.n_epochs, (int, np.integer)) or self.n_epochs < 1:
             raise ValueError(f"n_epochs must be a positive integer, got {self.n_epochs!r}.")
-        from ..nn import PATCHER_NAMES, ReinPatchConfig
+        from ..nn import DEFAULT_POLICY, PATCHER_NAMES
 
         if isinstance(self.patcher, str) and self.patcher in PATCHER_NAMES:
             # the horizon is not known before fit; any valid one checks the other sizes. A
-            # pretrained patcher's policy (patcher_init) is checked by the darts model at fit.
-            kwargs = self._network_kwargs()
-            kwargs["policy"] = kwargs["policy"] or DEFAULT_POLICY
-            ReinPatchConfig(**kwargs, output_length=1)
+            # pretrained patcher (and its policy) is checked by the darts model at fit.
+            model, training = options_from(self.get_params(deep=False))
+            network_config(model, training, self.input_chunk_length, output_length=1,
+                           policy=self.policy or DEFAULT_POLICY, patcher_name=self.patcher)
 
     # -- darts model ------------------------------------------------------------------------
-    def _network_kwargs(self) -> dict[str, Any]:
-        """The network's settings, as :class:`~reinpatch_forecast.nn.ReinPatchConfig` names them
-        (``policy`` may be ``None``, as in the darts model)."""
-        return dict(
-            input_length=self.input_chunk_length,
-            compression_rate=self.compression_rate,
-            levels=self.levels,
-            patcher=self.patcher,
-            policy=self.policy,
-            group_size=self.group_size,
-            kl_coef=self.kl_coef,
-            d_model=self.d_model,
-            n_heads=self.n_heads,
-            n_layers=self.n_layers,
-            dropout=self.dropout,
-            resample_points=self.resample_points,
-            revin_affine=self.revin_affine,
-        )
-
     def _seed(self) -> int | None:
         """An integer seed from ``random_state`` (``None`` stays random)."""
         if self.random_state is None:
@@ -362,22 +298,17 @@ class ReinPatchForecaster(BaseForecaster):
         """A new (untrained) darts ``ReinPatchModel`` forecasting ``horizon`` steps."""
         from ..darts import ReinPatchModel
 
-        trainer_kwargs = dict(_QUIET_TRAINER_KWARGS)
-        trainer_kwargs.update(self.pl_trainer_kwargs or {})
-        network = self._network_kwargs()
-        network.pop("input_length")
+        params = self.get_params(deep=False)
         return ReinPatchModel(
             input_chunk_length=self.input_chunk_length,
             output_chunk_length=horizon,
-            **network,
-            patcher_init=self.patcher_init,
-            patcher_lr=self.patcher_lr,
+            **{name: params[name] for name in option_names()},
             batch_size=self.batch_size,
             n_epochs=self.n_epochs,
             optimizer_kwargs={"lr": self.learning_rate},
             likelihood=self._darts_likelihood(),
             random_state=self._seed(),
-            pl_trainer_kwargs=trainer_kwargs,
+            pl_trainer_kwargs=quiet_trainer_kwargs(**(self.pl_trainer_kwargs or {})),
         )
 
     @staticmethod
@@ -785,3 +716,6 @@ class ReinPatchForecaster(BaseForecaster):
             },
             {**learned, "policy": "density", "kl_coef": 0.2},
         ]
+
+
+ReinPatchForecaster.__doc__ = document_options(ReinPatchForecaster.__doc__, types=True)

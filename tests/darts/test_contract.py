@@ -297,7 +297,7 @@ def test_group_size_one_trains_the_policy(make_model, series):
 
 def test_policy_defaults_and_resample_points_follow_the_compression_rate():
     model = ReinPatchModel(input_chunk_length=24, output_chunk_length=6, compression_rate=3.5)
-    params = model.network_params
-    assert (params["policy"], params["group_size"], params["kl_coef"]) == ("density", 4, 0.1)
-    assert params["resample_points"] is None
-    assert ReinPatchConfig(**params).resample_points == 4  # ceil(compression_rate)
+    config = model.network_config
+    assert (config.policy, config.group_size, config.kl_coef) == ("density", 4, 0.1)
+    assert model.options.resample_points is None
+    assert config.resample_points == 4  # ceil(compression_rate)

@@ -198,8 +198,8 @@ def test_a_given_patcher_keeps_its_policy(make_model, tmp_path, given):
     save_patcher(density, path)
     source = {"object": dict(patcher=density), "file": dict(patcher=path),
               "init": dict(patcher_init=density)}[given]
-    assert make_model(**source).network_params["policy"] == "density"  # policy=None
-    assert make_model(policy="density", **source).network_params["policy"] == "density"
+    assert make_model(**source).network_config.policy == "density"  # policy=None
+    assert make_model(policy="density", **source).network_config.policy == "density"
     with pytest.raises(ValueError, match="policy='offset' but the given patcher was trained "
                                          "with policy='density'.*Leave policy=None"):
         make_model(policy="offset", **source)

@@ -1,0 +1,242 @@
+"""The parameters of ReinPatch, typed once for every face.
+
+Two dataclasses hold every option a user sets: :class:`ModelOptions` (what the model is: its
+patching and its backbone sizes) and :class:`TrainingOptions` (how GRPG trains the patcher:
+advanced). The darts :class:`~reinpatch_forecast.darts.ReinPatchModel`, the sktime
+:class:`~reinpatch_forecast.sktime.ReinPatchForecaster` and the command line take their
+defaults, their documentation and their command-line flags from these fields, so no face can
+drift from another. Fields that follow from the data or the loss (channels, likelihood
+parameters) are not options: the darts model derives them at its first fit
+(:class:`~reinpatch_forecast.nn.network.OutputLayout`).
+
+Validation lives in one place, :class:`~reinpatch_forecast.nn.ReinPatchConfig`, which
+:func:`network_config` builds from the options.
+"""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from dataclasses import MISSING, Field, dataclass, field, fields
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .nn import LearnedPatcher, ReinPatchConfig
+
+__all__ = ["ModelOptions", "TrainingOptions", "OPTION_CLASSES", "option_names",
+           "options_from", "network_config", "document_options"]
+
+
+def _option(default: Any, help: str, type_doc: str, flag_help: str | None = None,
+            **cli: Any) -> Any:
+    """A dataclass field with its documentation (numpydoc ``type_doc`` and ``help``) and the
+    ``argparse`` settings of its command-line flag (``cli``; ``flag_help`` overrides ``help``)."""
+    return field(default=default, metadata={"help": help, "type_doc": type_doc,
+                                            "flag_help": flag_help or help, "cli": cli})
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    """What the model is: its patching and its backbone sizes.
+
+    Attributes
+    ----------
+    %(options)s
+    """
+
+    compression_rate: float | tuple[float, float] = _option(
+        8, "Average patch length: every series gets exactly ``ceil(L / compression_rate)`` "
+        "patches. With ``levels=2``, a pair ``(R1, R2)``: ``N1 = ceil(L / R1)`` fine patches "
+        "and ``N2 = ceil(N1 / R2)`` coarse ones, e.g. ``(4, 4)`` for 4x then 16x overall.",
+        "float or (float, float)",
+        "average patch length R: ceil(L / R) patches per window; with --levels 2 a pair "
+        "'R1,R2'", metavar="R")
+    levels: int = _option(
+        1, "Boundary levels: 1, or 2 for coarse patches nested in the fine ones (hierarchical "
+        "patching; the backbone runs blocks on the fine tokens, pools them into coarse tokens, "
+        "runs blocks there and reads both).", "int", "boundary levels: 1, or 2 for coarse "
+        "patches nested in the fine ones", choices=(1, 2))
+    patcher: str | os.PathLike | LearnedPatcher | dict = _option(
+        "learned", "``\"learned\"`` (ReinPatch), ``\"uniform\"`` (fixed patches, "
+        "PatchTST-like), ``\"random\"``, ``\"volatility\"`` (cut at the largest jumps), or a "
+        "foundation patcher used frozen (only the backbone trains, with no group rollouts): "
+        "``\"pretrained\"`` (the one shipped in the package), a "
+        ":class:`~reinpatch_forecast.nn.LearnedPatcher` or the path of one saved with "
+        ":func:`~reinpatch_forecast.foundation.save_patcher`.",
+        "str, path or LearnedPatcher",
+        "learned, uniform, random, volatility, pretrained (the foundation patcher shipped in "
+        "the package, frozen), or the file of a saved foundation patcher",
+        metavar="NAME_OR_FILE")
+    patcher_init: str | os.PathLike | LearnedPatcher | dict | None = _option(
+        None, "With ``patcher=\"learned\"``: start GRPG from these weights (``\"pretrained\"``, "
+        "a ``LearnedPatcher`` or the path of a saved patcher) and train them end to end; "
+        "``None`` starts from a new patcher (which decodes the uniform grid).",
+        "str, path, LearnedPatcher or None",
+        "with --patcher learned: start from this patcher ('pretrained' or a file)",
+        metavar="NAME_OR_FILE")
+    policy: str | None = _option(
+        None, "The learned patcher's boundary policy: ``\"density\"`` (boundaries at the "
+        "quantiles of a learned density: resolution moves across the whole window), "
+        "``\"offset\"`` (every boundary moves a few steps around the uniform grid) or "
+        "``\"topk\"`` (the first version's policy, an ablation). ``None``: ``\"density\"``, "
+        "unless ``patcher`` or ``patcher_init`` gives a pretrained patcher, whose own policy "
+        "is used (an explicit policy that differs from it raises a ``ValueError``). See "
+        "``docs/choosing_parameters.md``.", "str or None",
+        "boundary policy of the learned patcher: density, offset or topk (default: density, "
+        "or a pretrained patcher's own policy)", choices=("density", "offset", "topk"))
+    d_model: int = _option(64, "Width of the Transformer.", "int", metavar="D")
+    n_heads: int = _option(4, "Attention heads.", "int")
+    n_layers: int = _option(2, "Transformer layers.", "int")
+    dropout: float = _option(0.1, "Dropout rate.", "float", metavar="P")
+    resample_points: int | None = _option(
+        None, "Points each patch is resampled to (area resampling) for its shape token; "
+        "``None``: ``ceil(compression_rate)``, every value of a uniform patch.", "int or None",
+        "points each patch is resampled to (default: ceil(R))", metavar="P")
+    revin_affine: bool = _option(
+        False, "Learn a per-component affine map in the instance normalisation.", "bool",
+        "learn an affine map in the instance normalisation")
+
+
+@dataclass(frozen=True)
+class TrainingOptions:
+    """How GRPG trains the learned patcher (advanced: the defaults suit most data).
+
+    Attributes
+    ----------
+    %(options)s
+    """
+
+    group_size: int = _option(
+        4, "``G``: patchings sampled per series in a training step and scored against the "
+        "decoded one (without gradients; measured, a step costs about 2.6 uniform steps at "
+        "``G = 4``).", "int", "patchings sampled per series in a training step and scored "
+        "against the decoded one", metavar="G")
+    kl_coef: float = _option(
+        0.1, "Weight of the KL anchor that keeps the policy near its reference (the uniform "
+        "grid).", "float", metavar="W")
+    patcher_lr: float | None = _option(
+        None, "Learning rate of the patcher; ``None`` uses 3x the backbone's learning rate.",
+        "float or None", "learning rate of the patcher (default: 3x the learning rate)",
+        metavar="LR")
+
+
+#: The option dataclasses, in the order the faces list their parameters.
+OPTION_CLASSES = (ModelOptions, TrainingOptions)
+
+
+def option_names() -> list[str]:
+    """Every option's name, in order (the parameters each face must accept)."""
+    return [f.name for cls in OPTION_CLASSES for f in fields(cls)]
+
+
+def option_fields() -> list[Field]:
+    """Every option's dataclass field, in order."""
+    return [f for cls in OPTION_CLASSES for f in fields(cls)]
+
+
+def options_from(values: Mapping[str, Any]) -> tuple[ModelOptions, TrainingOptions]:
+    """The options named in ``values`` (other keys are ignored; missing ones take defaults)."""
+    return tuple(cls(**{f.name: values[f.name] for f in fields(cls) if f.name in values})
+                 for cls in OPTION_CLASSES)  # type: ignore[return-value]
+
+
+def network_config(model: ModelOptions, training: TrainingOptions, input_length: int,
+                   output_length: int, policy: str, patcher_name: str,
+                   patcher_sizes: Mapping[str, Any] | None = None) -> "ReinPatchConfig":
+    """The network's configuration (which validates every value) from the options.
+
+    Parameters
+    ----------
+    model, training
+        The user's options.
+    input_length, output_length
+        ``L`` and ``H``.
+    policy
+        The resolved policy (``model.policy``, or a given patcher's own, or the default).
+    patcher_name
+        ``model.patcher`` when it names a patcher, ``"learned"`` for a given patcher.
+    patcher_sizes
+        A given patcher's own configuration (``LearnedPatcher.config()``), whose sizes the
+        network's patcher must have; ``None`` for the defaults.
+    """
+    from .nn import ReinPatchConfig
+    from .nn.patchers import POLICY_OPTIONS
+
+    sizes = dict(patcher_sizes or {})
+    return ReinPatchConfig(
+        input_length=input_length, output_length=output_length,
+        compression_rate=model.compression_rate, levels=model.levels, patcher=patcher_name,
+        policy=policy, group_size=training.group_size, kl_coef=training.kl_coef,
+        d_model=model.d_model, n_heads=model.n_heads, n_layers=model.n_layers,
+        dropout=model.dropout, resample_points=model.resample_points,
+        revin_affine=model.revin_affine,
+        patcher_hidden_size=sizes.get("hidden_size", 32),
+        patcher_layers=sizes.get("n_layers", 4),
+        patcher_kernel_size=sizes.get("kernel_size", 3),
+        patcher_options={key: sizes[key] for key in POLICY_OPTIONS if key in sizes} or None,
+    )
+
+
+def _default(f: Field) -> Any:
+    return None if f.default is MISSING else f.default
+
+
+def document_options(text: str, indent: int = 4, types: bool = False,
+                     classes: tuple[type, ...] = OPTION_CLASSES) -> str:
+    """``text`` with its ``%(options)s`` line replaced by the numpydoc entries of every option.
+
+    Parameters
+    ----------
+    text
+        A docstring with a line ``%(options)s`` in its ``Parameters`` section.
+    indent
+        Spaces before a parameter name in that docstring.
+    types
+        Write ``name : type, default=value`` (sktime's style) instead of a bare ``name`` (the
+        darts style).
+    classes
+        The option classes to document (default: all).
+    """
+    pad = " " * indent
+    entries = []
+    for f in (f for cls in classes for f in fields(cls)):
+        head = (f"{f.name} : {f.metadata['type_doc']}, default={_default(f)!r}" if types
+                else f.name)
+        body = textwrap.fill(f.metadata["help"], width=96 - indent, initial_indent=pad + "    ",
+                             subsequent_indent=pad + "    ", break_on_hyphens=False)
+        entries.append(f"{pad}{head}\n{body}")
+    return text.replace(f"{pad}%(options)s", "\n".join(entries))
+
+
+def add_option_flags(parser: Any, parse: Mapping[str, Callable[[str], Any]],
+                     skip: tuple[str, ...] = ()) -> None:
+    """Add ``--flag`` for every option (but ``skip``) to an ``argparse`` parser.
+
+    Parameters
+    ----------
+    parser
+        The ``argparse`` (sub)parser.
+    parse
+        The argument type of each option that is not a plain string (by option name).
+    skip
+        Options the command sets itself.
+    """
+    for f in option_fields():
+        if f.name in skip:
+            continue
+        flag = "--" + f.name.replace("_", "-")
+        cli = dict(f.metadata["cli"])
+        default = _default(f)
+        text = f.metadata["flag_help"].replace("``", "").rstrip(".")
+        help_text = text[0].lower() + text[1:]
+        if "(default" not in help_text:
+            help_text += f" (default: {default})"
+        if isinstance(default, bool):
+            parser.add_argument(flag, action="store_true", help=help_text)
+            continue
+        parser.add_argument(flag, type=parse.get(f.name, str), default=default, help=help_text,
+                            **cli)
+
+
+for _cls in OPTION_CLASSES:
+    _cls.__doc__ = document_options(_cls.__doc__, types=True, classes=(_cls,))
