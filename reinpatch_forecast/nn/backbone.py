@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .chunking import map_row_chunks, rows_per_chunk
 from .segments import (
     coarse_token_starts,
     patch_lengths,
@@ -167,8 +168,12 @@ class PatchTokeniser(nn.Module):
         )  # (..., N, 4F)
 
     #: Most elements of one ``(rows, L, d)`` intermediate of :meth:`local_features` before the
-    #: rows are split into chunks (CPU only; see :attr:`Backbone.chunk_elements` for why).
+    #: rows are split into chunks (CPU only; see :mod:`~reinpatch_forecast.nn.chunking`).
     chunk_elements: int = 2**21
+
+    def chunk_rows(self, length: int) -> int:
+        """Rows per chunk of :meth:`local_features` on series of ``length`` steps."""
+        return rows_per_chunk(self.chunk_elements, length * self.config.d_model)
 
     def local_features(self, x: Tensor) -> Tensor:
         """Per-position features ``(R, L, d)`` of a normalised series ``x`` ``(R, L)``.
@@ -176,15 +181,10 @@ class PatchTokeniser(nn.Module):
         Rows are independent, so long inputs on the CPU run in chunks of rows (the
         intermediates stay small; only the result is one ``(R, L, d)`` tensor).
         """
-        rows, length = x.shape
-        chunk = max(1, self.chunk_elements // (length * self.config.d_model))
-        if x.device.type != "cpu" or chunk >= rows:
-            return self._local_features(x)  # (R, L, d)
-        return torch.cat(
-            [self._local_features(x[i : i + chunk]) for i in range(0, rows, chunk)], dim=0
-        )  # (R, L, d)
+        return map_row_chunks(self._local_features, (x,), self.chunk_rows(x.shape[-1]))
 
     def _local_features(self, x: Tensor) -> Tensor:
+        """:meth:`local_features` in one pass, ``(r, L, d)`` from ``(r, L)``."""
         h = self.local_conv(x.unsqueeze(1)).transpose(1, 2)  # (R, L, d)
         if self.config.local_activation:
             h = F.gelu(h)
@@ -334,7 +334,8 @@ class Backbone(nn.Module):
         return h  # (R*G, N2, d)
 
     def forward(self, x: Tensor, starts: Tensor, local: Tensor | None = None,
-                coarse_starts: Tensor | None = None, chunk: int | None = None) -> Tensor:
+                coarse_starts: Tensor | None = None,
+                chunk_rows: int | None = None) -> Tensor:
         """Normalised forecast of every patching.
 
         Large inputs on the CPU run in chunks of whole series (all ``G`` patchings of a series
@@ -354,9 +355,9 @@ class Backbone(nn.Module):
         coarse_starts
             ``(R, G, N2)`` int64 sorted coarse starts, each one of ``starts`` (nested):
             required with two levels, refused with one.
-        chunk
+        chunk_rows
             Series per chunk on the CPU; default :meth:`chunk_rows`. Two passes given the same
-            chunk split the rows alike, so they draw the same dropout masks from the same
+            value split the rows alike, so they draw the same dropout masks from the same
             random state (the GRPG step relies on it).
 
         Returns
@@ -371,28 +372,17 @@ class Backbone(nn.Module):
                 if two_levels else
                 "This backbone has one level (n_coarse_patches=None): coarse_starts must be None."
             )
-        rows, group, _ = starts.shape
-        # Only the CPU pays for fresh large allocations; an accelerator's caching allocator
-        # does not, and prefers one large kernel to several small ones.
-        if chunk is None:
-            chunk = self.chunk_rows(rows, group, x.shape[-1], local is None)
-        if x.device.type != "cpu" or chunk >= rows:
-            return self._forward(x, starts, local, coarse_starts)
-        outputs = [
-            self._forward(
-                x[i : i + chunk], starts[i : i + chunk],
-                None if local is None else local[i : i + chunk],
-                None if coarse_starts is None else coarse_starts[i : i + chunk],
-            )  # (r*G, H, Q)
-            for i in range(0, rows, chunk)
-        ]
-        return torch.cat(outputs, dim=0)  # (R*G, H, Q)
+        if chunk_rows is None:
+            rows, group, _ = starts.shape
+            chunk_rows = self.chunk_rows(rows, group, x.shape[-1], local is None)
+        return map_row_chunks(self._forward, (x, starts, local, coarse_starts),
+                              chunk_rows)  # (R*G, H, Q)
 
     #: Most elements (float32: 4 bytes each) of one activation tensor of a backbone pass
-    #: before the rows are split into chunks. glibc serves allocations above 32 MiB with a
-    #: fresh ``mmap`` and returns them on free, so every such tensor pays a page fault per
-    #: 4 KiB on first touch: with ``G = 8`` and ``L >= 384`` this made a training step cost
-    #: twice its arithmetic. Chunks of 8 MiB stay in the heap and are reused, and fit the
+    #: before the rows are split into chunks (CPU only). glibc serves allocations above
+    #: 32 MiB with a fresh ``mmap`` and returns them on free, so every such tensor pays a page
+    #: fault per 4 KiB on first touch: with ``G = 8`` and ``L >= 384`` that doubled the cost
+    #: of a training step. Chunks of 8 MiB stay in the heap and are reused, and fit the
     #: caches better.
     chunk_elements: int = 2**21
 
@@ -407,7 +397,7 @@ class Backbone(nn.Module):
         per_row = group * n_tokens * config.d_model * max(config.ff_multiplier, 1)
         if with_local and config.use_local_mean:
             per_row = max(per_row, length * config.d_model)
-        return max(1, self.chunk_elements // per_row)
+        return rows_per_chunk(self.chunk_elements, per_row)
 
     def _forward(self, x: Tensor, starts: Tensor, local: Tensor | None,
                  coarse_starts: Tensor | None) -> Tensor:
