@@ -11,7 +11,9 @@ import torch
 
 from reinpatch_forecast.nn import ReinPatchConfig, ReinPatchNetwork
 from reinpatch_forecast.nn.backbone import Backbone, BackboneConfig
-from reinpatch_forecast.nn.patchers import LearnedPatcher, RandomPatcher, _replicate_conv
+from reinpatch_forecast.nn.chunking import map_row_chunks, rows_per_chunk
+from reinpatch_forecast.nn.convolution import replicate_conv1d
+from reinpatch_forecast.nn.patchers import LearnedPatcher, RandomPatcher
 
 
 def _backbone(levels: int = 1) -> Backbone:
@@ -59,15 +61,16 @@ def test_small_passes_are_not_chunked():
     assert network.backbone.chunk_rows(4 * 7, 8, 96) >= 4 * 7
 
 
+@pytest.mark.parametrize("in_channels", [1, 2, 3])  # both strategies of replicate_conv1d
 @pytest.mark.parametrize("kernel_size", [1, 3, 5])
 @pytest.mark.parametrize("dilation", [1, 2, 8])
 @pytest.mark.parametrize("length", [1, 2, 5, 40])
-def test_replicate_conv_matches_the_padded_conv(kernel_size, dilation, length):
+def test_replicate_conv_matches_the_padded_conv(in_channels, kernel_size, dilation, length):
     torch.manual_seed(0)
-    conv = torch.nn.Conv1d(3, 4, kernel_size, dilation=dilation, padding="same",
+    conv = torch.nn.Conv1d(in_channels, 4, kernel_size, dilation=dilation, padding="same",
                            padding_mode="replicate")
-    x = torch.randn(2, 3, length, requires_grad=True)
-    expected, got = conv(x), _replicate_conv(conv, x)
+    x = torch.randn(2, in_channels, length, requires_grad=True)
+    expected, got = conv(x), replicate_conv1d(conv, x)
     torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6)
     wanted = torch.autograd.grad(expected.square().sum(), [x, conv.weight, conv.bias])
     given = torch.autograd.grad(got.square().sum(), [x, conv.weight, conv.bias])
@@ -81,8 +84,8 @@ def test_input_projection_matches_the_conv(kernel_size, length):
     torch.manual_seed(0)
     patcher = LearnedPatcher(hidden_size=6, n_layers=1, kernel_size=kernel_size)
     inputs = torch.randn(4, 2, length)
-    torch.testing.assert_close(patcher._project_input(inputs), patcher.input_proj(inputs),
-                               rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(replicate_conv1d(patcher.input_proj, inputs),
+                               patcher.input_proj(inputs), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("levels", [1, 2])
@@ -93,7 +96,7 @@ def test_chunked_patcher_logits_and_draws_match_one_pass(levels):
     whole = patcher.level_logits(x)
     decoded = patcher.decode(x, 6, n_coarse_patches=3 if levels == 2 else None)
     patcher.chunk_elements = 1  # one row per chunk
-    assert len(patcher._row_chunks(x)) == 7
+    assert patcher.chunk_rows(x.shape[-1]) == 1
     chunked = patcher.level_logits(x)
     for a, b in zip(chunked, whole):
         if b is None:
@@ -120,8 +123,33 @@ def test_chunked_local_features_match_one_pass():
     x = torch.randn(5, 32, requires_grad=True)
     whole = backbone.tokeniser.local_features(x)
     backbone.tokeniser.chunk_elements = 1  # one row per chunk
+    assert backbone.tokeniser.chunk_rows(32) == 1
     chunked = backbone.tokeniser.local_features(x)
     torch.testing.assert_close(chunked, whole, rtol=1e-5, atol=1e-6)
     (grad_whole,) = torch.autograd.grad(whole.square().sum(), x)
     (grad_chunked,) = torch.autograd.grad(chunked.square().sum(), x)
     torch.testing.assert_close(grad_chunked, grad_whole, rtol=1e-5, atol=1e-5)
+
+
+def test_rows_per_chunk_keeps_at_least_one_row():
+    assert rows_per_chunk(100, 10) == 10
+    assert rows_per_chunk(105, 10) == 10
+    assert rows_per_chunk(5, 10) == 1
+
+
+def test_map_row_chunks_splits_cpu_rows_and_joins_every_output():
+    x = torch.arange(10.0).reshape(5, 2)
+    extra = torch.arange(5.0)
+    calls = []
+
+    def function(a, b, none):
+        calls.append(a.shape[0])
+        assert none is None
+        return a * 2, (a.sum(-1) + b).repeat_interleave(3)  # 3 output rows per input row
+
+    doubled, summed = map_row_chunks(function, (x, extra, None), 2)
+    assert calls == [2, 2, 1]
+    assert torch.equal(doubled, x * 2)
+    assert torch.equal(summed, (x.sum(-1) + extra).repeat_interleave(3))
+    single = map_row_chunks(lambda a: a + 1, (x,), 5)  # fits one chunk: one call
+    assert torch.equal(single, x + 1)

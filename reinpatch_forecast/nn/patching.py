@@ -1,0 +1,117 @@
+"""What every patcher returns (:class:`Patching`) and the interface it implements (:class:`Patcher`).
+
+Shape legend
+------------
+R : rows (series, channels folded into the batch)
+G : group size (patchings drawn per row)
+L : lookback length
+N : patches per row (the token budget)
+N2 : coarse (level-2) patches of a two-level patching, ``N2 <= N``
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from torch import Tensor, nn
+
+__all__ = ["Patching", "Patcher", "check_levels"]
+
+
+@dataclass
+class Patching:
+    """A group of patchings of every row.
+
+    Attributes
+    ----------
+    starts
+        ``(R, G, N)`` int64: sorted start positions, ``starts[..., 0] == 0``.
+    log_prob
+        ``(R, G)``: log-probability of each draw under the policy (zeros for fixed rules).
+    entropy
+        ``(R,)``: entropy of the policy's distribution (zeros for fixed rules), a diagnostic.
+        With two levels, the sum over levels (see
+        :class:`~reinpatch_forecast.nn.patchers.LearnedPatcher`).
+    kl
+        ``(R,)``: KL divergence from the policy to its reference (the policy of a zero score,
+        centred on the uniform grid); the anchor of GRPG. Zeros for fixed rules.
+    coarse_starts
+        ``(R, G, N2)`` int64 or ``None``: the level-2 starts of a two-level patcher, sorted,
+        ``coarse_starts[..., 0] == 0`` and every one of them also in ``starts`` of the same
+        ``(row, draw)``; ``None`` for a single level. ``log_prob`` then covers both levels.
+    """
+
+    starts: Tensor
+    log_prob: Tensor
+    entropy: Tensor
+    kl: Tensor
+    coarse_starts: Tensor | None = None
+
+
+def check_levels(levels: int) -> int:
+    """``levels`` as an ``int``; a ``ValueError`` unless it is 1 or 2."""
+    if isinstance(levels, bool) or levels not in (1, 2):
+        raise ValueError(
+            f"levels must be 1 (one set of boundaries) or 2 (fine and coarse, nested), "
+            f"got {levels!r}."
+        )
+    return int(levels)
+
+
+class Patcher(nn.Module):
+    """Interface of a patcher.
+
+    Subclasses implement :meth:`sample` (``G`` patchings per row, used in training) and
+    :meth:`decode` (one deterministic patching per row, used in validation and prediction).
+
+    ``levels`` is 1 (the class default) or 2; a two-level patcher fills
+    :attr:`Patching.coarse_starts` with ``n_coarse_patches`` starts nested in the fine ones.
+    """
+
+    levels: int = 1
+
+    def sample(self, x: Tensor, n_patches: int, group_size: int,
+               n_coarse_patches: int | None = None) -> Patching:
+        """Draw ``group_size`` patchings of every row of ``x`` ``(R, L)`` into ``n_patches``.
+
+        ``n_coarse_patches`` (``N2``) is required by a two-level patcher and refused by a
+        single-level one.
+        """
+        raise NotImplementedError
+
+    def decode(self, x: Tensor, n_patches: int,
+               n_coarse_patches: int | None = None) -> Patching:
+        """The deterministic patching of every row of ``x`` ``(R, L)``; ``G == 1``."""
+        raise NotImplementedError
+
+    def _check_budgets(self, n_patches: int, n_coarse_patches: int | None) -> None:
+        """Raise a ``ValueError`` unless ``n_coarse_patches`` fits ``self.levels``."""
+        name = type(self).__name__
+        if self.levels == 1:
+            if n_coarse_patches is not None:
+                raise ValueError(
+                    f"This {name} has levels=1 and draws no coarse starts, got "
+                    f"n_coarse_patches={n_coarse_patches}. Build it with levels=2 "
+                    "(e.g. make_patcher(name, levels=2)) for two-level patching."
+                )
+            return
+        if n_coarse_patches is None:
+            raise ValueError(
+                f"This {name} has levels=2: pass n_coarse_patches (N2, between 1 and "
+                f"n_patches={n_patches}) to sample and decode."
+            )
+        if not 1 <= n_coarse_patches <= n_patches:
+            raise ValueError(
+                f"n_coarse_patches must be between 1 and n_patches={n_patches} (coarse starts "
+                f"are chosen among the fine ones), got {n_coarse_patches}."
+            )
+
+    @property
+    def trainable(self) -> bool:
+        """Whether the patcher has parameters that GRPG should train."""
+        return any(p.requires_grad for p in self.parameters())
+
+    def freeze(self) -> "Patcher":
+        """Stop training this patcher (a foundation patcher used zero-shot)."""
+        self.requires_grad_(False)
+        return self
