@@ -2,7 +2,8 @@
 
 from .backbone import Backbone, BackboneConfig, PatchTokeniser
 from .grpg import PolicyLoss, policy_loss, self_critical_advantages
-from .network import ReinPatchConfig, ReinPatchNetwork, TrainingLosses
+from .config import ReinPatchConfig
+from .network import ReinPatchNetwork, TrainingLosses
 from .patchers import (
     PATCHER_NAMES,
     LearnedPatcher,

@@ -1,4 +1,5 @@
-"""What every patcher returns (:class:`Patching`) and the interface it implements (:class:`Patcher`).
+"""What every patcher returns (:class:`Patching`) and the interface it implements
+(:class:`Patcher`).
 
 Shape legend
 ------------

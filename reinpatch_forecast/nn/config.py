@@ -1,0 +1,224 @@
+"""Configuration of :class:`~reinpatch_forecast.nn.network.ReinPatchNetwork`.
+
+Checks every setting when it is built and derives the token budgets and the backbone's
+configuration from them, so a network is never built from settings that cannot work.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import asdict, dataclass, field
+
+from .backbone import BackboneConfig
+from .patchers import PATCHER_NAMES
+from .policies import DEFAULT_POLICY, POLICY_NAMES
+from .segments import check_budget, coarse_token_budget, token_budget
+
+__all__ = ["ReinPatchConfig", "PARAM_KINDS"]
+
+#: How each forecast parameter is mapped back from the normalised scale:
+#: ``"location"`` like the series itself (``* std + mean``), ``"softplus_scale"`` as a spread
+#: whose consumer applies a softplus (e.g. darts' Gaussian ``sigma``): ``softplus`` is scaled by
+#: ``std`` and mapped back through the inverse softplus.
+PARAM_KINDS = ("location", "softplus_scale")
+
+
+@dataclass
+class ReinPatchConfig:
+    """Configuration of :class:`ReinPatchNetwork`.
+
+    Attributes
+    ----------
+    input_length
+        Lookback ``L``.
+    output_length
+        Horizon ``H``.
+    n_channels
+        ``C`` (used only by the affine RevIN; the rest is channel independent).
+    compression_rate
+        ``R``: the token budget is ``N = ceil(L / R)`` patches for every series. With
+        ``levels=2``, a pair ``(R1, R2)``: ``N1 = ceil(L / R1)`` fine patches and
+        ``N2 = ceil(N1 / R2)`` coarse ones (``1 <= R2 <= N1``); e.g. ``(4, 4)`` on ``L = 96``
+        gives 24 fine and 6 coarse patches.
+    patcher
+        ``"learned"`` (ReinPatch), ``"uniform"``, ``"random"`` or ``"volatility"``.
+    policy
+        The learned patcher's boundary policy: ``"density"`` (default), ``"offset"`` or ``"topk"``
+        (see :mod:`~reinpatch_forecast.nn.policies`).
+    group_size
+        ``G``: patchings sampled per series in a GRPG step and scored against the decoded one
+        (>= 1 for the learned patcher).
+    kl_coef
+        ``lambda_KL``: weight of the KL anchor of the policy to its reference (the uniform grid
+        for ``"offset"`` and ``"density"``).
+    nr_params
+        ``Q``: values per forecast step.
+    param_kinds
+        One entry of :data:`PARAM_KINDS` per forecast parameter; default all ``"location"``.
+    monotone_params
+        Sort the ``Q`` parameters of every step in increasing order (quantile outputs: no
+        quantile crossing, whatever the training state).
+    d_model, n_heads, n_layers, ff_multiplier, dropout
+        Backbone sizes (see :class:`~reinpatch_forecast.nn.backbone.BackboneConfig`).
+    resample_points
+        ``P``: points each patch is resampled to for its shape token; ``None`` (default): the
+        grid's patch length ``ceil(R)``, so a uniform patch keeps every value and a longer one
+        is low-passed, never aliased.
+    use_local_mean, use_resampled, use_position, local_activation
+        Token parts, for ablations.
+    patcher_hidden_size, patcher_layers, patcher_kernel_size
+        Sizes of the learned patcher (see
+        :class:`~reinpatch_forecast.nn.patchers.LearnedPatcher`).
+    patcher_options
+        Further settings of the learned patcher's policy (``offset_penalty``,
+        ``density_sigma``, ``density_knots``, ``min_length``); ``None``: its defaults.
+    revin, revin_affine
+        Instance normalisation of every series, and its optional affine map.
+    levels
+        Boundary levels: 1, or 2 for a second, coarser set of starts nested in the first
+        (see :class:`~reinpatch_forecast.nn.patchers.LearnedPatcher` and
+        :class:`~reinpatch_forecast.nn.backbone.Backbone`); ``compression_rate`` is then a pair.
+    """
+
+    input_length: int
+    output_length: int
+    n_channels: int = 1
+    compression_rate: float | tuple[float, float] = 8
+    patcher: str = "learned"
+    policy: str = DEFAULT_POLICY
+    group_size: int = 4
+    kl_coef: float = 0.1
+    nr_params: int = 1
+    param_kinds: tuple[str, ...] | None = None
+    monotone_params: bool = False
+    d_model: int = 64
+    n_heads: int = 4
+    n_layers: int = 2
+    ff_multiplier: int = 2
+    dropout: float = 0.1
+    resample_points: int | None = None
+    use_local_mean: bool = True
+    use_resampled: bool = True
+    use_position: bool = True
+    local_activation: bool = True
+    patcher_hidden_size: int = 32
+    patcher_layers: int = 4
+    patcher_kernel_size: int = 3
+    patcher_options: dict[str, float] | None = None
+    revin: bool = True
+    revin_affine: bool = False
+    levels: int = 1
+    backbone: BackboneConfig = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._check_levels()
+        check_budget(self.input_length, self.fine_compression_rate)
+        if self.levels == 2:
+            coarse_token_budget(self.n_patches, self.compression_rate[1])  # R2 vs N1
+        if self.input_length < 2:
+            raise ValueError(
+                f"input_length must be >= 2 to place patch boundaries, got {self.input_length}."
+            )
+        if self.patcher not in PATCHER_NAMES:
+            raise ValueError(
+                f"Unknown patcher {self.patcher!r}; use one of {', '.join(PATCHER_NAMES)}."
+            )
+        if self.policy not in POLICY_NAMES:
+            raise ValueError(
+                f"Unknown policy {self.policy!r}: use 'offset' (boundaries move a few steps "
+                "around the uniform grid), 'density' (resolution reallocated across the window) "
+                "or 'topk' (the first policy, an ablation)."
+            )
+        if (isinstance(self.group_size, bool) or not isinstance(self.group_size, int)
+                or self.group_size < 1):
+            raise ValueError(
+                f"group_size must be a positive integer (patchings sampled per series and "
+                f"scored against the decoded one), got {self.group_size!r}."
+            )
+        if (isinstance(self.kl_coef, bool) or not isinstance(self.kl_coef, numbers.Real)
+                or not math.isfinite(self.kl_coef) or self.kl_coef < 0):
+            raise ValueError(f"kl_coef must be a finite number >= 0, got {self.kl_coef!r}.")
+        if self.resample_points is None:
+            self.resample_points = math.ceil(self.fine_compression_rate)
+        if self.n_channels < 1:
+            raise ValueError(f"n_channels must be >= 1, got {self.n_channels}.")
+        if self.param_kinds is None:
+            self.param_kinds = ("location",) * self.nr_params
+        self.param_kinds = tuple(self.param_kinds)
+        if len(self.param_kinds) != self.nr_params or not set(self.param_kinds) <= set(PARAM_KINDS):
+            raise ValueError(
+                f"param_kinds must hold nr_params={self.nr_params} entries from {PARAM_KINDS}, "
+                f"got {self.param_kinds}."
+            )
+        self.backbone = BackboneConfig(
+            input_length=self.input_length,
+            output_length=self.output_length,
+            n_patches=self.n_patches,
+            nr_params=self.nr_params,
+            d_model=self.d_model,
+            n_heads=self.n_heads,
+            n_layers=self.n_layers,
+            ff_multiplier=self.ff_multiplier,
+            dropout=self.dropout,
+            resample_points=self.resample_points,
+            use_local_mean=self.use_local_mean,
+            use_resampled=self.use_resampled,
+            use_position=self.use_position,
+            local_activation=self.local_activation,
+            n_coarse_patches=self.n_coarse_patches,
+        )
+
+    def _check_levels(self) -> None:
+        """Check ``levels`` and the form of ``compression_rate``; store a pair as a tuple."""
+        if isinstance(self.levels, bool) or self.levels not in (1, 2):
+            raise ValueError(
+                f"levels must be 1 (one set of patch boundaries) or 2 (fine and coarse "
+                f"boundaries, nested), got {self.levels!r}."
+            )
+        rate = self.compression_rate
+        is_sequence = isinstance(rate, (tuple, list))
+        if self.levels == 1:
+            if is_sequence:
+                raise ValueError(
+                    f"compression_rate={rate!r} is a sequence but levels=1: pass one number "
+                    "(e.g. compression_rate=8), or levels=2 with a pair (R1, R2)."
+                )
+            return
+        if not is_sequence or len(rate) != 2:
+            raise ValueError(
+                f"levels=2 needs compression_rate=(R1, R2), a pair: N1 = ceil(L / R1) fine "
+                f"patches and N2 = ceil(N1 / R2) coarse ones, e.g. (4, 4); got {rate!r}."
+            )
+        for value in rate:
+            if (isinstance(value, bool) or not isinstance(value, numbers.Real)
+                    or not math.isfinite(value)):
+                raise ValueError(
+                    f"compression_rate=(R1, R2) must hold two finite numbers >= 1, got {rate!r}."
+                )
+        self.compression_rate = tuple(rate)
+
+    @property
+    def fine_compression_rate(self) -> float:
+        """``R`` (one level) or ``R1`` (two levels): steps per fine patch on average."""
+        if isinstance(self.compression_rate, tuple):
+            return self.compression_rate[0]
+        return self.compression_rate
+
+    @property
+    def n_patches(self) -> int:
+        """Token budget ``N = ceil(L / R)``; with two levels, the fine one ``N1 = ceil(L / R1)``."""
+        return token_budget(self.input_length, self.fine_compression_rate)
+
+    @property
+    def n_coarse_patches(self) -> int | None:
+        """Coarse budget ``N2 = ceil(N1 / R2)`` with two levels, ``None`` with one."""
+        if self.levels == 1:
+            return None
+        return coarse_token_budget(self.n_patches, self.compression_rate[1])
+
+    def to_dict(self) -> dict:
+        """The constructor arguments, as plain Python values."""
+        values = asdict(self)
+        values.pop("backbone")
+        return values
