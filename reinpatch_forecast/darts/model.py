@@ -40,7 +40,13 @@ from darts.utils.serialization import add_safe_globals
 from ..patcher_io import patcher_from_state, resolve_patcher_state
 from ..nn import DEFAULT_POLICY, PATCHER_NAMES, LearnedPatcher, ReinPatchConfig, ReinPatchNetwork
 from ..nn.backbone import BackboneConfig
-from ..options import ModelOptions, TrainingOptions, network_config, options_from
+from ..options import (
+    ModelOptions,
+    TrainingOptions,
+    document_options,
+    network_config,
+    options_from,
+)
 from ..validation import (
     TrainingDivergedError,
     check_darts_series,
@@ -628,6 +634,8 @@ class ReinPatchModel(PastCovariatesTorchModel):
         ]
         return results[0] if single else results
 
+
+ReinPatchModel.__doc__ = document_options(ReinPatchModel.__doc__)
 
 # Saved models hold their options and network configuration (dataclasses of primitives).
 add_safe_globals([ReinPatchModel, _ReinPatchModule, PatchBoundaries, ModelOptions,
