@@ -31,15 +31,11 @@ from torch import Tensor
 __all__ = [
     "token_budget",
     "check_budget",
-    "starts_from_boundaries",
-    "boundaries_from_starts",
     "patch_ends",
     "patch_lengths",
-    "segment_ids",
     "segment_mean",
     "resample_patches",
     "coarse_token_budget",
-    "coarse_segment_ids",
     "coarse_token_starts",
     "pool_tokens",
 ]
@@ -78,49 +74,6 @@ def check_budget(input_length: int, compression_rate: float) -> None:
         )
 
 
-def starts_from_boundaries(boundaries: Tensor, n_patches: int) -> Tensor:
-    """Sorted start positions of the patches marked in a boundary mask.
-
-    Parameters
-    ----------
-    boundaries
-        ``(R, L)`` bool, ``True`` where a patch starts. Position 0 must be ``True`` and every
-        row must hold exactly ``n_patches`` ``True`` values (not checked here: this runs on
-        the hot path; see :func:`boundaries_from_starts` for the inverse).
-    n_patches
-        ``N``.
-
-    Returns
-    -------
-    Tensor
-        ``(R, N)`` int64, sorted ascending.
-    """
-    length = boundaries.shape[-1]
-    positions = torch.arange(length, device=boundaries.device)  # (L,)
-    # Unmarked positions are pushed past L so a sort brings the marked ones first, in order.
-    keys = torch.where(boundaries, positions, positions + length)  # (R, L)
-    return torch.sort(keys, dim=-1).values[:, :n_patches]  # (R, N)
-
-
-def boundaries_from_starts(starts: Tensor, length: int) -> Tensor:
-    """Boundary mask of a patching.
-
-    Parameters
-    ----------
-    starts
-        ``(R, N)`` int64 start positions.
-    length
-        ``L``.
-
-    Returns
-    -------
-    Tensor
-        ``(R, L)`` bool, ``True`` at every start.
-    """
-    mask = torch.zeros(starts.shape[0], length, dtype=torch.bool, device=starts.device)
-    return mask.scatter_(1, starts, True)  # (R, L)
-
-
 def patch_ends(starts: Tensor, length: int) -> Tensor:
     """Exclusive end of every patch: the next start, and ``L`` for the last patch.
 
@@ -133,24 +86,6 @@ def patch_ends(starts: Tensor, length: int) -> Tensor:
 def patch_lengths(starts: Tensor, length: int) -> Tensor:
     """Length of every patch, ``(..., N)`` int64 from ``starts`` ``(..., N)``."""
     return patch_ends(starts, length) - starts  # (..., N)
-
-
-def segment_ids(starts: Tensor, length: int) -> Tensor:
-    """Index of the patch each position belongs to.
-
-    Parameters
-    ----------
-    starts
-        ``(R, N)`` int64 sorted start positions with ``starts[:, 0] == 0``.
-    length
-        ``L``.
-
-    Returns
-    -------
-    Tensor
-        ``(R, L)`` int64 in ``[0, N)``.
-    """
-    return boundaries_from_starts(starts, length).long().cumsum(dim=-1) - 1  # (R, L)
 
 
 def segment_mean(features: Tensor, starts: Tensor) -> Tensor:
@@ -287,27 +222,6 @@ def coarse_token_budget(n_patches: int, coarse_rate: float) -> int:
             f"R2 <= {n_patches}, a smaller R1 or a longer lookback."
         )
     return max(1, int(math.ceil(n_patches / coarse_rate)))
-
-
-def coarse_segment_ids(starts: Tensor, coarse_starts: Tensor) -> Tensor:
-    """Index of the coarse patch each fine patch belongs to.
-
-    Fine patch ``j`` lies in coarse patch ``(number of coarse starts <= starts[j]) - 1``; for a
-    nested patching this is the coarse patch whose span contains the fine one.
-
-    Parameters
-    ----------
-    starts
-        ``(..., N1)`` int64 sorted fine starts, ``starts[..., 0] == 0``.
-    coarse_starts
-        ``(..., N2)`` int64 sorted coarse starts, ``coarse_starts[..., 0] == 0``.
-
-    Returns
-    -------
-    Tensor
-        ``(..., N1)`` int64 in ``[0, N2)``, non-decreasing along the last axis.
-    """
-    return torch.searchsorted(coarse_starts.contiguous(), starts.contiguous(), right=True) - 1
 
 
 def coarse_token_starts(starts: Tensor, coarse_starts: Tensor) -> Tensor:

@@ -32,7 +32,6 @@ from reinpatch_forecast.nn.patchers import (
     uniform_starts,
 )
 from reinpatch_forecast.nn.segments import (
-    coarse_segment_ids,
     coarse_token_budget,
     coarse_token_starts,
     patch_lengths,
@@ -121,22 +120,21 @@ def nested_starts(rows: int, length: int, n_patches: int, n_coarse: int, seed: i
 
 @SETTINGS
 @given(length=st.integers(2, 60), data=st.data())
-def test_coarse_segment_ids_and_pooling_match_loops(length, data):
-    """Segment of each fine patch = #coarse starts <= its start - 1; pooled = plain mean."""
+def test_coarse_token_starts_and_pooling_match_loops(length, data):
+    """Token starts index the coarse starts among the fine ones; a pooled token is the plain
+    mean of the fine tokens of its coarse patch (both against loops)."""
     n_patches = data.draw(st.integers(1, length))
     n_coarse = data.draw(st.integers(1, n_patches))
     fine, coarse = nested_starts(3, length, n_patches, n_coarse, seed=length)
-    ids = coarse_segment_ids(fine, coarse)
     token_starts = coarse_token_starts(fine, coarse)
     tokens = torch.randn(3, n_patches, 5, dtype=torch.float64)
     pooled = pool_tokens(tokens, token_starts)
     assert pooled.shape == (3, n_coarse, 5)
     for r in range(3):
-        expected_ids = [sum(c <= s for c in coarse[r].tolist()) - 1 for s in fine[r].tolist()]
-        assert ids[r].tolist() == expected_ids
+        coarse_of_fine = [sum(c <= s for c in coarse[r].tolist()) - 1 for s in fine[r].tolist()]
         assert token_starts[r].tolist() == [fine[r].tolist().index(c) for c in coarse[r].tolist()]
         for i in range(n_coarse):
-            members = [j for j in range(n_patches) if expected_ids[j] == i]
+            members = [j for j in range(n_patches) if coarse_of_fine[j] == i]
             torch.testing.assert_close(pooled[r, i], tokens[r, members].mean(0))
 
 

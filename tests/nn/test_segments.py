@@ -11,14 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reinpatch_forecast.nn.segments import (
-    boundaries_from_starts,
     check_budget,
     patch_ends,
     patch_lengths,
     resample_patches,
-    segment_ids,
     segment_mean,
-    starts_from_boundaries,
     token_budget,
 )
 
@@ -39,30 +36,9 @@ def random_starts(rows: int, group: int, length: int, n_patches: int, seed: int 
     return out
 
 
-def ref_starts_from_boundaries(boundaries):
-    return torch.tensor([[i for i, b in enumerate(row) if b] for row in boundaries.tolist()])
-
-
-def ref_boundaries_from_starts(starts, length):
-    out = torch.zeros(starts.shape[0], length, dtype=torch.bool)
-    for r, row in enumerate(starts.tolist()):
-        for s in row:
-            out[r, s] = True
-    return out
-
-
 def ref_ends(row, length):
     """Exclusive end of each patch of one row of starts (a list)."""
     return [row[j + 1] if j + 1 < len(row) else length for j in range(len(row))]
-
-
-def ref_segment_ids(starts, length):
-    out = torch.zeros(starts.shape[0], length, dtype=torch.long)
-    for r, row in enumerate(starts.tolist()):
-        for j, (s, e) in enumerate(zip(row, ref_ends(row, length))):
-            for t in range(s, e):
-                out[r, t] = j
-    return out
 
 
 def ref_segment_mean(features, starts):
@@ -126,20 +102,6 @@ def patchings(draw, max_length: int = 48, max_rows: int = 3, max_group: int = 3)
 # -- each op against its loop reference ---------------------------------------------------------
 
 
-@pytest.mark.parametrize("length, n_patches", [(1, 1), (7, 1), (7, 7), (32, 5), (100, 13)])
-def test_boundaries_round_trip_matches_reference(length, n_patches):
-    """starts -> boundaries -> starts equals the loop reference both ways."""
-    starts = random_starts(6, 1, length, n_patches, seed=length)[:, 0]  # (R, N)
-    mask = boundaries_from_starts(starts, length)
-    assert mask.dtype == torch.bool and mask.shape == (6, length)
-    assert torch.equal(mask, ref_boundaries_from_starts(starts, length))
-    assert torch.equal(mask.sum(-1), torch.full((6,), n_patches))
-    back = starts_from_boundaries(mask, n_patches)
-    assert back.dtype == torch.long
-    assert torch.equal(back, ref_starts_from_boundaries(mask))
-    assert torch.equal(back, starts)
-
-
 @pytest.mark.parametrize("shape", [(5, 9), (2, 3, 9), (9,)])
 def test_patch_ends_and_lengths_match_reference(shape):
     """Ends are the next start (L for the last patch) on any leading shape; lengths = e - s."""
@@ -156,15 +118,6 @@ def test_patch_ends_and_lengths_match_reference(shape):
         expected = ref_ends(row, length)
         assert row_ends == expected
         assert row_lengths == [e - s for s, e in zip(row, expected)]
-
-
-@pytest.mark.parametrize("length, n_patches", [(1, 1), (10, 1), (10, 10), (50, 7)])
-def test_segment_ids_match_reference(length, n_patches):
-    """segment_ids equals the loop that labels every position with its patch index."""
-    starts = random_starts(5, 1, length, n_patches, seed=7)[:, 0]
-    ids = segment_ids(starts, length)
-    assert ids.dtype == torch.long and ids.shape == (5, length)
-    assert torch.equal(ids, ref_segment_ids(starts, length))
 
 
 @pytest.mark.parametrize("group", [1, 4])
@@ -365,26 +318,6 @@ def test_patchings_tile_the_window(case):
     assert bool((lengths.sum(-1) == length).all())
     assert torch.equal(ends[..., :-1], starts[..., 1:])
     assert bool((ends[..., -1] == length).all())
-    flat = starts.reshape(-1, n_patches)
-    mask = boundaries_from_starts(flat, length)
-    assert bool((mask.sum(-1) == n_patches).all()) and bool(mask[:, 0].all())
-    assert torch.equal(starts_from_boundaries(mask, n_patches), flat)
-
-
-@SETTINGS
-@given(patchings())
-def test_segment_ids_properties(case):
-    """segment_ids lie in [0, N), never decrease, step by one at each start, match the loop."""
-    length, starts = case
-    flat = starts.reshape(-1, starts.shape[-1])
-    n_patches = flat.shape[-1]
-    ids = segment_ids(flat, length)
-    assert bool((ids >= 0).all()) and bool((ids < n_patches).all())
-    assert bool((ids.diff(dim=-1) >= 0).all())
-    assert bool((ids[:, -1] == n_patches - 1).all())
-    assert torch.equal(ids, ref_segment_ids(flat, length))
-    # the positions that open a new segment are exactly the starts
-    assert torch.equal(ids.gather(1, flat), torch.arange(n_patches).expand_as(flat))
 
 
 @SETTINGS
