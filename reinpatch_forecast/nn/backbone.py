@@ -286,7 +286,8 @@ class Backbone(nn.Module):
     as ``layers``), ``coarse_norm``, a projection of the coarse patches' position features
     (``coarse_position_proj``, when ``use_position``), and the head reads
     ``(N + N2) * d`` features: the fine tokens after ``layers`` and the coarse tokens after
-    ``coarse_layers``. A single-level backbone has exactly the parameters it always had.
+    ``coarse_layers``. A single-level backbone has none of these, so its state dict and its
+    initial weights do not depend on the two-level option.
     """
 
     def __init__(self, config: BackboneConfig) -> None:
@@ -301,8 +302,8 @@ class Backbone(nn.Module):
         self.final_norm = nn.LayerNorm(config.d_model)
         n_tokens = config.n_patches
         if config.n_coarse_patches is not None:
-            # Created before the head and only at two levels, so a single-level backbone
-            # draws the same initial weights as ever.
+            # Only at two levels: building a module draws its initial weights from the global
+            # generator, so the single-level weights of a seed must not depend on these.
             self.coarse_layers = nn.ModuleList(
                 EncoderLayer(config.d_model, config.n_heads,
                              config.ff_multiplier * config.d_model, config.dropout)

@@ -58,10 +58,6 @@ class OffsetCandidates:
     allowed: Tensor
     distance: Tensor
 
-    @property
-    def n_offsets(self) -> int:
-        return self.distance.shape[0]
-
 
 def offset_candidates(grid: Tensor, size: int) -> OffsetCandidates:
     """The offsets every interior boundary of ``grid`` may take.

@@ -25,21 +25,17 @@ __all__ = ["PolicyLoss", "self_critical_advantages", "policy_loss"]
 
 @dataclass
 class PolicyLoss:
-    """The policy loss of a batch and its diagnostics.
+    """The policy loss of a batch and its mean KL term.
 
     Attributes
     ----------
     loss
         ``-mean(A * log pi) + kl_coef * mean(KL)``; gradients reach the patcher only.
-    advantage_std
-        Standard deviation of the scaled advantages (detached; 0 when no sample differs in
-        reward from its decode, 1 otherwise).
     kl
         Mean KL divergence to the reference policy (detached).
     """
 
     loss: Tensor
-    advantage_std: Tensor
     kl: Tensor
 
 
@@ -82,8 +78,12 @@ def policy_loss(advantages: Tensor, log_prob: Tensor, kl: Tensor,
         ``(R,)``: KL divergence of each row's policy to the reference policy.
     kl_coef
         ``lambda_KL``.
+
+    Returns
+    -------
+    PolicyLoss
+        The scalar loss and the mean KL.
     """
     kl_mean = kl.mean()
     loss = -(advantages.detach() * log_prob).mean() + kl_coef * kl_mean
-    return PolicyLoss(loss=loss, advantage_std=advantages.detach().std(unbiased=False),
-                      kl=kl_mean.detach())
+    return PolicyLoss(loss=loss, kl=kl_mean.detach())

@@ -15,9 +15,9 @@ Q : parameters per forecast step (``nr_params``)
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 import torch.nn.functional as F
@@ -76,6 +76,7 @@ class TrainingLosses:
 
 
 def _inverse_softplus(y: Tensor) -> Tensor:
+    """``x`` with ``softplus(x) == y``, elementwise (``y`` clamped to ``>= 1e-8``)."""
     y = y.clamp(min=1e-8)
     return y + torch.log(-torch.expm1(-y))
 
@@ -206,10 +207,15 @@ class ReinPatchNetwork(nn.Module):
 
     def _forecast(self, backbone_input: Tensor, starts: Tensor, stats: InstanceStats | None,
                   batch: int, channels: int, local: Tensor | None = None,
-                  coarse_starts: Tensor | None = None, chunk: int | None = None) -> Tensor:
-        """Forecasts ``(B, G, H, C, Q)`` of the patchings ``starts`` ``(R, G, N)``."""
+                  coarse_starts: Tensor | None = None, chunk_rows: int | None = None) -> Tensor:
+        """Forecasts ``(B, G, H, C, Q)`` of the patchings ``starts`` ``(R, G, N)``.
+
+        ``local`` ``(R, L, d)``, ``coarse_starts`` ``(R, G, N2)`` and ``chunk_rows`` are passed
+        on to :meth:`~reinpatch_forecast.nn.backbone.Backbone.forward`.
+        """
         group = starts.shape[1]
-        out = self.backbone(backbone_input, starts, local, coarse_starts, chunk)  # (R*G, H, Q)
+        out = self.backbone(backbone_input, starts, local, coarse_starts,
+                            chunk_rows)  # (R*G, H, Q)
         out = self._denormalise(out, stats)  # (R*G, H, Q)
         if self.config.monotone_params:
             out = torch.sort(out, dim=-1).values  # (R*G, H, Q)
@@ -217,6 +223,7 @@ class ReinPatchNetwork(nn.Module):
         return out.permute(0, 2, 3, 1, 4)  # (B, G, H, C, Q)
 
     def _check_input(self, x: Tensor) -> None:
+        """Raise a ``ValueError`` unless ``x`` is ``(B, L, C)`` with this network's ``L``."""
         if x.dim() != 3 or x.shape[1] != self.config.input_length:
             raise ValueError(
                 f"Expected input of shape (batch, {self.config.input_length}, channels), "
@@ -345,16 +352,16 @@ class ReinPatchNetwork(nn.Module):
         if self.config.use_local_mean:
             local = self.backbone.tokeniser.local_features(backbone_input)  # (R, L, d)
         # Both passes split the rows into the same chunks, so they draw the same masks.
-        chunk = self.backbone.chunk_rows(batch * channels, group, length, with_local=False)
+        chunk_rows = self.backbone.chunk_rows(batch * channels, group, length, with_local=False)
         with _replayed_randomness(x.device, enabled=self.training):
             prediction = self._forecast(
                 backbone_input, decoded.starts, stats, batch, channels, local,
-                decoded.coarse_starts, chunk,
+                decoded.coarse_starts, chunk_rows,
             )[:, 0]  # (B, H, C, Q)
         with torch.no_grad():
             sampled = self._forecast(
                 backbone_input, samples.starts, stats, batch, channels, local,
-                samples.coarse_starts, chunk,
+                samples.coarse_starts, chunk_rows,
             )  # (B, G, H, C, Q)
         loss = backbone_loss(prediction, y)
 
@@ -403,7 +410,7 @@ def _squared_error(prediction: Tensor, target: Tensor) -> Tensor:
 
 
 @contextmanager
-def _replayed_randomness(device: torch.device, enabled: bool = True):
+def _replayed_randomness(device: torch.device, enabled: bool = True) -> Iterator[None]:
     """Run the block, then rewind the random generator of ``device`` to where it was.
 
     The next random draws (the scoring pass's dropout masks) repeat the block's.
@@ -411,6 +418,8 @@ def _replayed_randomness(device: torch.device, enabled: bool = True):
     if not enabled:
         yield
         return
+    # fork_rng always saves the CPU generator; on the CPU it need save no accelerator's
+    # (``devices=[]``; the device type is then unused and left at its default).
     devices = [] if device.type == "cpu" else [device.index or 0]
     device_type = "cuda" if device.type == "cpu" else device.type
     with torch.random.fork_rng(devices=devices, device_type=device_type):

@@ -106,14 +106,14 @@ def plackett_luce_log_prob(logits: Tensor, order: Tensor) -> Tensor:
     Tensor
         ``(R, G)``.
     """
-    rows, group, k = order.shape
-    if k == 0:
+    rows, group, n_drawn = order.shape
+    if n_drawn == 0:
         return logits.new_zeros(rows, group)
     if logits.dim() == 3:
         chosen = logits.gather(-1, order)  # (R, G, k)
         never_drawn = logits.scatter(-1, order, -math.inf)  # (R, G, M)
     else:
-        chosen = logits.gather(1, order.reshape(rows, group * k)).reshape(rows, group, k)
+        chosen = logits.gather(1, order.reshape(rows, group * n_drawn)).reshape(order.shape)
         never_drawn = logits.unsqueeze(1).expand(rows, group, -1).scatter(-1, order, -math.inf)
     # The mass left before step i is the mass never drawn plus the mass of draws i..k-1, both
     # summed in log space: subtracting the drawn mass from the total loses all precision in
@@ -329,10 +329,10 @@ class DensityPolicy(BoundaryPolicy):
         starts = torch.round(position).long()  # (R, G, k)
         # At least `shortest` steps per patch: a running maximum of s_j - j * shortest keeps
         # the starts apart, the clamp keeps room for the patches after them.
-        j = torch.arange(1, n_patches, device=action.device)  # (k,)
-        shifted = torch.cummax(starts - j * shortest, dim=-1).values
+        boundary = torch.arange(1, n_patches, device=action.device)  # (k,): j = 1 .. N-1
+        shifted = torch.cummax(starts - boundary * shortest, dim=-1).values
         shifted = shifted.clamp(0, length - n_patches * shortest)
-        return F.pad(shifted + j * shortest, (1, 0), value=0)  # (R, G, N)
+        return F.pad(shifted + boundary * shortest, (1, 0), value=0)  # (R, G, N)
 
     def draw(self, scores: Tensor, n_patches: int, group: int, sample: bool,
              generator: torch.Generator | None = None) -> PolicyDraw:

@@ -163,9 +163,10 @@ def resample_patches(values: Tensor, starts: Tensor, n_points: int) -> Tensor:
     rows, length = values.shape
     work = values.to(torch.promote_types(values.dtype, torch.float32))  # (R, L)
     steps = patch_lengths(starts, length).unsqueeze(-1)  # (R, G, N, 1): n
-    k = torch.arange(n_points, device=values.device)  # (P,)
-    # Sub-interval k of a patch is [lo, hi) in units of 1/P step from its start.
-    lo = steps * k  # (R, G, N, P)
+    point = torch.arange(n_points, device=values.device)  # (P,)
+    # Sub-interval k of a patch is [lo, hi) = [k n, (k + 1) n) in units of 1/P step from its
+    # start.
+    lo = steps * point  # (R, G, N, P)
     hi = lo + steps  # (R, G, N, P)
     first = torch.div(lo, n_points, rounding_mode="floor")  # step holding the start
     last = torch.div(hi - 1, n_points, rounding_mode="floor")  # last step it overlaps

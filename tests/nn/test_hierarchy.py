@@ -440,11 +440,12 @@ def test_coarse_head_gets_no_gradient_from_a_single_coarse_patch(policy):
     assert patcher.output.weight.grad.abs().sum() > 0
 
 
-# -- levels=1 is unchanged ------------------------------------------------------------------------
+# -- levels=1 has no level-2 parts ----------------------------------------------------------------
 
 
-def test_level_one_learned_patcher_state_dict_is_unchanged():
-    """A levels=1 patcher holds exactly its historical parameters; levels=2 adds one head."""
+def test_level_one_learned_patcher_holds_only_level_one_parameters():
+    """A levels=1 patcher holds only the level-1 parameters (pretrained files load by name);
+    levels=2 adds one head."""
     one = LearnedPatcher(hidden_size=8, n_layers=2)
     expected = ["input_proj.weight", "input_proj.bias"]
     for i in range(2):
@@ -457,7 +458,7 @@ def test_level_one_learned_patcher_state_dict_is_unchanged():
     assert list(two.state_dict()) == expected + ["coarse_output.weight", "coarse_output.bias"]
 
 
-def test_level_one_backbone_and_network_are_unchanged():
+def test_level_one_backbone_and_network_have_no_coarse_modules():
     """No coarse module at levels=1; n_coarse_patches is None; coarse_boundaries refuses."""
     config = ReinPatchConfig(input_length=32, output_length=4, compression_rate=4, d_model=8,
                              n_heads=2, n_layers=1, group_size=2)

@@ -91,7 +91,7 @@ def test_topk_keeps_its_random_initialisation():
 def test_offset_radii_keep_neighbours_apart():
     """m_j = floor((min(gap_{j-1}, gap_j) - 1) / 2); R = 8 allows lengths 2 .. 14."""
     candidates = offset_candidates(uniform_starts(96, 12), 96)
-    assert candidates.n_offsets == 7  # m = 3
+    assert candidates.distance.shape == (7,)  # m = 3: offsets -3 .. 3
     assert bool(candidates.allowed.all())
     grid = uniform_starts(100, 13)  # first patch 4 steps: boundary 1 may move by 1 only
     candidates = offset_candidates(grid, 100)
