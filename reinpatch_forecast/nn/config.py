@@ -11,7 +11,7 @@ import numbers
 from dataclasses import asdict, dataclass, field
 
 from .backbone import BackboneConfig
-from .patchers import PATCHER_NAMES
+from .patching import PATCHER_NAMES
 from .policies import DEFAULT_POLICY, POLICY_NAMES
 from .segments import check_budget, coarse_token_budget, token_budget
 

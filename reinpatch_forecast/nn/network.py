@@ -26,7 +26,10 @@ from torch import Tensor, nn
 from .backbone import Backbone
 from .config import PARAM_KINDS, ReinPatchConfig
 from .grpg import policy_loss, self_critical_advantages
-from .patchers import LearnedPatcher, Patcher, Patching, make_patcher, uniform_starts
+from .grid import uniform_starts
+from .learned_patcher import LearnedPatcher
+from .patchers import make_patcher
+from .patching import Patcher, Patching
 from .revin import InstanceStats, RevIN
 from .segments import patch_lengths
 

@@ -35,7 +35,7 @@ from torch import Tensor
 
 from .grid import uniform_starts
 from .learned_patcher import POLICY_OPTIONS, LearnedPatcher
-from .patching import Patcher, Patching, check_levels
+from .patching import PATCHER_NAMES, Patcher, Patching, check_levels
 from .policies import DEFAULT_POLICY, POLICY_NAMES, plackett_luce_log_prob
 
 __all__ = [
@@ -53,8 +53,6 @@ __all__ = [
     "POLICY_OPTIONS",
     "DEFAULT_POLICY",
 ]
-
-PATCHER_NAMES = ("learned", "uniform", "random", "volatility")
 
 
 def _sorted_starts(order: Tensor) -> Tensor:
@@ -143,6 +141,11 @@ class RandomPatcher(Patcher):
     def _draw(self, rows: int, group: int, length: int, n_patches: int,
               generator: torch.Generator | None, device: torch.device,
               n_coarse_patches: int | None = None) -> tuple[Tensor, Tensor | None]:
+        """Fine starts ``(R, G, N)`` and coarse starts ``(R, G, N2)`` (or ``None``) on ``device``.
+
+        The draws run on the CPU, where ``generator`` lives, so a seed decodes alike on every
+        device.
+        """
         scores = torch.rand(rows, group, length - 1, generator=generator)  # (R, G, M)
         order = scores.topk(n_patches - 1, dim=-1).indices  # (R, G, k)
         starts = _sorted_starts(order)  # (R, G, N)

@@ -1,5 +1,5 @@
-"""What every patcher returns (:class:`Patching`) and the interface it implements
-(:class:`Patcher`).
+"""What every patcher returns (:class:`Patching`), the interface it implements
+(:class:`Patcher`), and the names of the built-in patchers (:data:`PATCHER_NAMES`).
 
 Shape legend
 ------------
@@ -16,7 +16,10 @@ from dataclasses import dataclass
 
 from torch import Tensor, nn
 
-__all__ = ["Patching", "Patcher", "check_levels"]
+__all__ = ["PATCHER_NAMES", "Patching", "Patcher", "check_levels"]
+
+#: The patchers :func:`~reinpatch_forecast.nn.patchers.make_patcher` builds by name.
+PATCHER_NAMES = ("learned", "uniform", "random", "volatility")
 
 
 @dataclass

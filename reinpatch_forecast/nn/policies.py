@@ -300,7 +300,8 @@ class DensityPolicy(BoundaryPolicy):
         self.min_length = int(min_length)
         self.antithetic = antithetic
 
-    def _cells(self, length: int, n_patches: int, device) -> tuple[Tensor, Tensor, Tensor]:
+    def _cells(self, length: int, n_patches: int,
+               device: torch.device) -> tuple[Tensor, Tensor, Tensor]:
         """Cell starts ``(K,)`` and lengths ``(K,)`` (fractional steps), and the step-to-cell
         averaging matrix ``(L, K)``."""
         grid = uniform_starts(length, n_patches, device=device).double()  # (N,)

@@ -68,6 +68,7 @@ class RevIN(nn.Module):
         return (x - stats.mean) / stats.std  # (R, L)
 
     def _channel_params(self, rows: int) -> tuple[Tensor, Tensor]:
+        """The affine weight and bias of every row, ``(R, 1)`` each (rows channel-fastest)."""
         repeats = rows // self.n_channels
         weight = self.weight.repeat(repeats).unsqueeze(-1)  # (R, 1)
         bias = self.bias.repeat(repeats).unsqueeze(-1)  # (R, 1)
