@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import doctest
+import importlib
 import io
+import pkgutil
 
 import numpy as np
 import pandas as pd
@@ -42,8 +44,23 @@ def _png_bytes(figure: Figure) -> bytes:
 
 
 def test_docstring_examples_run():
-    result = doctest.testmod(plotting, optionflags=doctest.ELLIPSIS)
-    assert result.attempted >= 3 and result.failed == 0
+    # plotting is a package: doctest.testmod only collects what a module defines itself, so run
+    # it on every submodule (each public function's examples live with its definition).
+    attempted = failed = 0
+    for info in pkgutil.iter_modules(plotting.__path__):
+        module = importlib.import_module(f"{plotting.__name__}.{info.name}")
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+        attempted, failed = attempted + result.attempted, failed + result.failed
+    assert attempted >= 3 and failed == 0
+
+
+def test_package_exports_the_public_names():
+    assert sorted(plotting.__all__) == [
+        "plot_boundary_statistics", "plot_forecast", "plot_segmentation",
+    ]
+    for name in plotting.__all__:
+        assert callable(getattr(plotting, name)), name
+    assert plotting.DEFAULT_SHADES == ("#4c72b0", "#dd8452")
 
 
 # -- plot_segmentation -----------------------------------------------------------------------
