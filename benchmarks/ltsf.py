@@ -1,11 +1,11 @@
 """LTSF benchmark: ReinPatch against tuned uniform patches, heuristics and darts peers.
 
-One command trains and evaluates every model under the standard LTSF protocol
-(``reinpatch_forecast.datasets``: train-only scaler, stride-1 windows, MSE/MAE over *all* test
-windows), with early stopping on validation MSE. Every finished run is appended to a cache
-(``benchmarks/results/ltsf_runs.jsonl``), so a stopped run resumes and the table fills over
-several sessions; the report is rebuilt from the cache at the end of every run. Runs of several
-seeds (``--seeds``) are reported as mean ± std.
+One command trains and evaluates every model under the standard LTSF protocol (the split and
+train-only scaler of ``reinpatch_forecast.datasets``; ``_protocol.py``: MSE/MAE over *all*
+stride-1 test windows), with early stopping on validation MSE. Every finished run is appended
+to a cache (``benchmarks/results/ltsf_runs.jsonl``), so a stopped run resumes and the table
+fills over several sessions; the report is rebuilt from the cache at the end of every run. Runs
+of several seeds (``--seeds``) are reported as mean ± std.
 
 Learned rows name their policy: ``learned`` is the default (offset) policy, ``learned
 [density]`` the density policy, ``learned [topk] (v1 ablation)`` the first policy run with the
@@ -40,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (DEFAULT_DATA, POLICY_V2_COMMIT, RESULTS, append_jsonl,  # noqa: E402
                      commit_predates, decoded_patch_statistics, format_mean_std, git_commit,
                      load_jsonl, mean_std, set_threads, utc_now, write_csv, write_markdown)
+from _protocol import evaluate_windows, repeat_forecast  # noqa: E402
 
 from reinpatch_forecast.foundation import PRETRAINED_SHA256  # noqa: E402
 from reinpatch_forecast.nn import DEFAULT_POLICY  # noqa: E402
@@ -252,8 +253,6 @@ def run_one(spec: RunSpec, args, splits=None, keep_model: bool = False):
     ``progress``. With ``keep_model`` the fitted model (``None`` for Repeat) comes back too.
     """
     from darts import TimeSeries
-
-    from reinpatch_forecast.datasets import evaluate_windows, repeat_forecast
 
     if splits is None:
         splits = load_splits(spec.dataset, spec.lookback, spec.horizon, args.data_dir)

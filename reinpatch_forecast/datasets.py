@@ -1,9 +1,9 @@
-"""The LTSF benchmark datasets and the standard evaluation protocol.
+"""The LTSF benchmark datasets and their standard split.
 
 The five long-term-forecasting (LTSF) datasets (ETTh1, ETTh2, ETTm1, ETTm2, weather), the
 standard Informer/Autoformer/PatchTST/DLinear/Time-Series-Library split with its look-back
-overlap, train-only standard scaling, stride-1 windows and a windowed evaluator that reports
-MSE/MAE on *all* test windows (optionally reproducing the old ``drop_last`` truncation).
+overlap, train-only standard scaling and stride-1 windows. Scoring a forecaster on those
+windows is the benchmarks' part (``benchmarks/_protocol.py``), not the package's.
 
 This module depends on numpy and pandas only. It never looks for data in a fixed place: pass
 ``data_dir`` or set the environment variable ``REINPATCH_DATA_DIR``.
@@ -15,14 +15,13 @@ C : channels (numeric columns)
 L : look-back length
 H : forecast horizon
 W : number of stride-1 windows of a split, ``T - L - H + 1``
-b : windows in one batch
 """
 
 from __future__ import annotations
 
 import importlib.resources
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -42,8 +41,6 @@ __all__ = [
     "split_borders",
     "prepare_ltsf",
     "sliding_windows",
-    "evaluate_windows",
-    "repeat_forecast",
 ]
 
 #: Environment variable naming the folder that holds ``NAME.csv.gz`` / ``NAME.csv``.
@@ -72,9 +69,6 @@ _ETT_HOURS = (12 * 30 * 24, 4 * 30 * 24, 4 * 30 * 24)
 _ETT_ROWS_PER_HOUR = {"ETTh": 1, "ETTm": 4}
 
 _SPLITS = ("train", "val", "test")
-
-PredictFn = Callable[[np.ndarray], np.ndarray]
-
 
 # --------------------------------------------------------------------------------------------
 # Loading
@@ -487,7 +481,7 @@ def prepare_ltsf(
 
 
 # --------------------------------------------------------------------------------------------
-# Windows and evaluation
+# Windows
 # --------------------------------------------------------------------------------------------
 
 
@@ -535,109 +529,3 @@ def sliding_windows(
     view = np.lib.stride_tricks.sliding_window_view(array, lookback + horizon, axis=0)
     view = view.transpose(0, 2, 1)
     return view[:, :lookback], view[:, lookback:]
-
-
-def evaluate_windows(
-    predict_fn: PredictFn,
-    split_array: np.ndarray,
-    lookback: int,
-    horizon: int,
-    batch_size: int = 512,
-    drop_last_batch_size: int | None = None,
-) -> dict[str, float | int]:
-    """MSE and MAE of a forecaster over the stride-1 windows of a split.
-
-    Both metrics are one flat mean over windows × horizon × channels, accumulated in float64.
-
-    Parameters
-    ----------
-    predict_fn
-        Maps ``x`` of shape ``(b, L, C)`` (a contiguous float array) to ``y_hat`` of shape
-        ``(b, H, C)`` (anything ``numpy.asarray`` accepts, such as a CPU tensor without grad).
-    split_array
-        Shape ``(T, C)``: a scaled split including its look-back rows (``LTSFSplits.test``).
-    lookback, horizon
-        ``L`` and ``H``.
-    batch_size
-        Windows per ``predict_fn`` call.
-    drop_last_batch_size
-        ``None`` (default) scores all windows. An integer ``B`` reproduces the old
-        ``drop_last=True`` test loader: the last ``W mod B`` windows are left out
-        (``B = 32`` matches the published LTSF-Linear tables).
-
-    Returns
-    -------
-    dict
-        ``{"mse": float, "mae": float, "n_windows": int (windows scored),
-        "n_dropped": int (windows left out by drop_last_batch_size)}``.
-
-    Raises
-    ------
-    ValueError
-        Bad sizes, a prediction of the wrong shape, or a non-finite prediction.
-    """
-    batch_size = int(batch_size)
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}.")
-    x_all, y_all = sliding_windows(split_array, lookback, horizon)
-    n_total = x_all.shape[0]
-    n_used = n_total
-    if drop_last_batch_size is not None:
-        if int(drop_last_batch_size) < 1:
-            raise ValueError(f"drop_last_batch_size must be >= 1, got {drop_last_batch_size}.")
-        n_used = n_total - n_total % int(drop_last_batch_size)
-        if n_used == 0:
-            raise ValueError(
-                f"drop_last_batch_size={drop_last_batch_size} leaves none of the {n_total} "
-                "windows."
-            )
-    n_channels = x_all.shape[2]
-
-    sq_sum = 0.0
-    abs_sum = 0.0
-    for start in range(0, n_used, batch_size):
-        stop = min(start + batch_size, n_used)
-        x = np.ascontiguousarray(x_all[start:stop])
-        y_hat = np.asarray(predict_fn(x), dtype=np.float64)
-        expected = (stop - start, horizon, n_channels)
-        if y_hat.shape != expected:
-            raise ValueError(
-                f"predict_fn returned shape {y_hat.shape} for input {x.shape}; expected "
-                f"{expected} = (b, H, C)."
-            )
-        err = y_hat - y_all[start:stop]  # float64
-        if not np.isfinite(err).all():
-            raise ValueError(f"predict_fn returned non-finite values for windows {start}..{stop}.")
-        abs_sum += float(np.abs(err).sum())
-        np.square(err, out=err)
-        sq_sum += float(err.sum())
-    n_values = n_used * horizon * n_channels
-    return {
-        "mse": sq_sum / n_values,
-        "mae": abs_sum / n_values,
-        "n_windows": n_used,
-        "n_dropped": n_total - n_used,
-    }
-
-
-def repeat_forecast(x: np.ndarray, horizon: int) -> np.ndarray:
-    """The Repeat baseline: the last input value of each channel, repeated ``H`` times.
-
-    Parameters
-    ----------
-    x
-        Shape ``(b, L, C)``.
-    horizon
-        ``H``.
-
-    Returns
-    -------
-    numpy.ndarray
-        Shape ``(b, H, C)``, same dtype as ``x``.
-    """
-    x = np.asarray(x)
-    if x.ndim != 3:
-        raise ValueError(f"x must have shape (b, L, C), got shape {x.shape}.")
-    if int(horizon) < 1:
-        raise ValueError(f"horizon must be >= 1, got {horizon}.")
-    return np.repeat(x[:, -1:, :], int(horizon), axis=1)
