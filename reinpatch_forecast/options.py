@@ -6,8 +6,8 @@ advanced). The darts :class:`~reinpatch_forecast.darts.ReinPatchModel`, the skti
 :class:`~reinpatch_forecast.sktime.ReinPatchForecaster` and the command line take their
 defaults, their documentation and their command-line flags from these fields, so no face can
 drift from another. Fields that follow from the data or the loss (channels, likelihood
-parameters) are not options: the darts model derives them at its first fit
-(:class:`~reinpatch_forecast.nn.network.OutputLayout`).
+parameters) are not options: the darts model derives them at its first fit and only the
+network's own configuration (:class:`~reinpatch_forecast.nn.ReinPatchConfig`) holds them.
 
 Validation lives in one place, :class:`~reinpatch_forecast.nn.ReinPatchConfig`, which
 :func:`network_config` builds from the options.

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reinpatch_forecast.cli import main
+from reinpatch_forecast.cli import build_parser, main
 
 TINY = ["--lookback", "24", "--horizon", "6", "--epochs", "1", "--compression-rate", "4",
         "--group-size", "4", "--d-model", "8", "--n-heads", "2", "--n-layers", "1", "--quiet"]
@@ -68,10 +68,11 @@ def test_fit_passes_policy_and_kl_coef(tmp_path, capsys):
 
 
 def test_cli_policies_are_the_networks():
-    from reinpatch_forecast.cli import _POLICIES
     from reinpatch_forecast.nn import POLICY_NAMES
 
-    assert _POLICIES == POLICY_NAMES
+    fit = build_parser()._subparsers._group_actions[0].choices["fit"]
+    policy = next(action for action in fit._actions if action.dest == "policy")
+    assert tuple(policy.choices) == tuple(POLICY_NAMES)
 
 
 def test_predict_writes_a_csv_with_dates_and_targets(workspace, tmp_path, capsys):

@@ -101,3 +101,14 @@ def test_the_forecaster_forwards_its_options_to_the_darts_model():
     expected = {name: forecaster.get_params()[name] for name in option_names()}
     assert options_from(expected) == (model.options, model.training_options)
     assert model.network_config.n_coarse_patches == 3  # ceil(ceil(24 / 4) / 2)
+
+
+def test_the_network_config_defaults_equal_the_options_defaults():
+    """``nn`` sits below the options (pure PyTorch), so it keeps its own defaults: equal."""
+    from reinpatch_forecast.nn import ReinPatchConfig
+
+    network_fields = {f.name: f.default for f in fields(ReinPatchConfig)}
+    shared = set(network_fields) & set(_defaults())
+    assert {"compression_rate", "group_size", "kl_coef", "d_model", "dropout"} <= shared
+    for name in shared - {"policy"}:  # the option's None means "the patcher's own policy"
+        assert network_fields[name] == _defaults()[name], name

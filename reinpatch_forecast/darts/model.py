@@ -9,6 +9,10 @@ G : ``group_size`` (patchings drawn per series in a GRPG training step)
 N : patches per series, ``ceil(L / compression_rate)``
 H : ``output_chunk_length``
 Q : parameters per step (``likelihood.num_parameters``, 1 without a likelihood)
+
+Over 500 lines for a reason: the Lightning module stays beside the model, because saved models
+record its class path (``reinpatch_forecast.darts.model._ReinPatchModule``), and the model
+documents every darts override it needs in place.
 """
 
 from __future__ import annotations
@@ -18,11 +22,9 @@ import dataclasses
 import os
 import signal
 import threading
-from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
-import pandas as pd
 import torch
 from darts import TimeSeries
 from darts.models.forecasting.pl_forecasting_module import PLForecastingModule, io_processor
@@ -53,6 +55,7 @@ from ..validation import (
     check_saved_file,
     load_error,
 )
+from .boundaries import PatchBoundaries
 from .rewards import elementwise_loss
 
 __all__ = ["ReinPatchModel", "PatchBoundaries"]
@@ -60,6 +63,9 @@ __all__ = ["ReinPatchModel", "PatchBoundaries"]
 
 class _ReinPatchModule(PLForecastingModule):
     """Lightning module: greedy boundaries in ``forward``, GRPG in ``training_step``.
+
+    Unlike darts' own modules, it holds the network instead of being it: ``nn`` stays pure
+    PyTorch (no darts, no Lightning), so the network runs and is tested without them.
 
     Parameters
     ----------
@@ -164,40 +170,6 @@ class _ReinPatchModule(PLForecastingModule):
             return super().configure_optimizers()
         finally:
             self.optimizer_cls = optimizer_cls
-
-
-@dataclass
-class PatchBoundaries:
-    """Where the patcher cuts the last input window of a series.
-
-    Attributes
-    ----------
-    time_index
-        ``(L,)`` time index of the window.
-    values
-        ``(L, C)`` the window's values.
-    starts
-        ``(C, N)`` int64: start positions (0-based, into the window) of the patches, per component.
-    components
-        The ``C`` component names.
-    coarse_starts
-        ``(C, N2)`` int64: the coarse (level-2) starts of a two-level model, each also in
-        ``starts``; ``None`` for ``levels=1``.
-    """
-
-    time_index: pd.Index
-    values: np.ndarray
-    starts: np.ndarray
-    components: list[str]
-    coarse_starts: np.ndarray | None = None
-
-    @property
-    def n_patches(self) -> int:
-        return self.starts.shape[-1]
-
-    def start_times(self, component: int = 0) -> pd.Index:
-        """Time stamps at which the patches of one component start."""
-        return self.time_index[self.starts[component]]
 
 
 def _as_float32(series):
@@ -363,6 +335,7 @@ class ReinPatchModel(PastCovariatesTorchModel):
     def supports_likelihood_parameter_prediction(self) -> bool:
         return True
 
+    # darts' PastCovariatesTorchModel declares past-covariate lags that this model never reads.
     @property
     def extreme_lags(self):
         return (
@@ -385,6 +358,8 @@ class ReinPatchModel(PastCovariatesTorchModel):
                 "into the target series (series.stack(covariates)) to forecast them jointly."
             )
 
+    # Overridden because darts lacks: early series checks with messages that say what to change,
+    # the float32 cast, and Ctrl+C as a KeyboardInterrupt (Lightning calls sys.exit).
     def fit(
         self,
         series,
@@ -460,12 +435,13 @@ class ReinPatchModel(PastCovariatesTorchModel):
             )
         return message
 
+    # darts attaches the module and trainer only after training: attached before, a model whose
+    # first fit is interrupted keeps its weights, can predict and can be saved.
     def _train(self, trainer, model, *args, **kwargs) -> None:
-        # Attach the module and trainer before training (darts does it after), so that a model
-        # whose first fit is interrupted keeps its weights, can predict and can be saved.
         self.model, self.trainer = model, trainer
         super()._train(trainer, model, *args, **kwargs)
 
+    # Overridden because darts lacks: the window checks (length, finite values) with messages.
     def predict(self, n: int, series=None, past_covariates=None, *args, **kwargs):
         """Forecast ``n`` steps; see darts' ``TorchForecastingModel.predict``.
 
@@ -488,9 +464,10 @@ class ReinPatchModel(PastCovariatesTorchModel):
         )
         return super().predict(n, _as_float32(series), None, *args, **kwargs)
 
-    # Lightning splits the series of a prediction among the processes of a distributed (DDP)
-    # trainer, so each process would get only part of the forecasts, or fail with fewer series
-    # than processes. Prediction therefore builds a single-device trainer (a given one is kept).
+    # darts lacks single-device prediction under DDP: Lightning splits the series of a
+    # prediction among the processes of a distributed trainer, so each process would get only
+    # part of the forecasts, or fail with fewer series than processes. Prediction therefore
+    # builds a single-device trainer (a given one is kept).
     _predicting = False
 
     def _setup_for_predict(self, *args, **kwargs):
@@ -520,6 +497,7 @@ class ReinPatchModel(PastCovariatesTorchModel):
             self.trainer_params = params
 
     # -- persistence ------------------------------------------------------------------------
+    # Overridden because darts lacks: a message naming the damaged or truncated file.
     @classmethod
     def load(cls, path: str, pl_trainer_kwargs: dict | None = None, trusted: bool = False,
              **kwargs) -> "ReinPatchModel":
@@ -556,6 +534,7 @@ class ReinPatchModel(PastCovariatesTorchModel):
             )
         return model
 
+    # As load: a message naming the damaged or truncated file.
     def load_weights(self, path: str, *args, **kwargs) -> None:
         """Load the weights of a model saved with :meth:`save`; see darts' ``load_weights``.
 

@@ -28,6 +28,12 @@ PARAM_KINDS = ("location", "softplus_scale")
 class ReinPatchConfig:
     """Configuration of :class:`ReinPatchNetwork`.
 
+    Users set :class:`~reinpatch_forecast.options.ModelOptions` and
+    :class:`~reinpatch_forecast.options.TrainingOptions`; the darts model builds this from them
+    (``options.network_config``) and adds what the data and the loss fix at the first fit:
+    ``n_channels``, ``nr_params``, ``param_kinds`` and ``monotone_params``. The defaults here
+    equal the options' (``tests/test_options.py`` checks), as ``nn`` imports nothing above it.
+
     Attributes
     ----------
     input_length

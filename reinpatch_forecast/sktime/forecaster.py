@@ -10,6 +10,10 @@ Every target column of every series (every instance of a panel) becomes one univ
 series: ReinPatch is channel independent, so this is the same model as training on the
 multivariate series, and a model pretrained on one panel transfers to series with any number
 of columns.
+
+Over 500 lines for a reason: sktime wants one estimator class, with its whole parameter
+documentation, its tags and its test parameters in place; the pandas <-> darts conversion
+lives in :mod:`._frames`.
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ __author__ = ["reinpatch_forecast developers"]
 __all__ = ["ReinPatchForecaster"]
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -29,8 +34,20 @@ from .._lightning import quiet_lightning, quiet_trainer_kwargs
 from ..options import ModelOptions, TrainingOptions, document_options, network_config, \
     option_names, options_from
 from ..validation import check_finite_values, explain_non_numeric_y
+from ._frames import split_instances, steps_and_index, to_darts
 
 _LIKELIHOODS = (None, "quantile", "gaussian")
+
+
+@contextmanager
+def _explaining_non_numeric(y) -> Iterator[None]:
+    """Re-raise sktime's ``TypeError`` for a non-numeric ``y`` with the columns and the fix."""
+    try:
+        yield
+    except TypeError as error:
+        if (explained := explain_non_numeric_y(error, y)) is None:
+            raise
+        raise explained from error
 
 
 class _TrainedModel:
@@ -318,30 +335,6 @@ class ReinPatchForecaster(BaseForecaster):
             model.fit(series, verbose=False)
 
     # -- data conversion ----------------------------------------------------------------------
-    @staticmethod
-    def _instances(y: pd.DataFrame) -> list[tuple[tuple, pd.DataFrame]]:
-        """Split ``y`` into ``(instance key, single series)``; the key is ``()`` for a series."""
-        if not isinstance(y.index, pd.MultiIndex):
-            return [((), y)]
-        levels = list(range(y.index.nlevels - 1))
-        return [
-            (key if isinstance(key, tuple) else (key,), frame.droplevel(levels))
-            for key, frame in y.groupby(level=levels, sort=False)
-        ]
-
-    @staticmethod
-    def _to_darts(frames: Sequence[pd.DataFrame], tail: int | None = None) -> list:
-        """One float32 univariate darts series (on a position index) per column per frame."""
-        from darts import TimeSeries
-
-        series = []
-        for frame in frames:
-            values = frame.to_numpy(dtype=np.float32)
-            if tail is not None:
-                values = values[-tail:]
-            series.extend(TimeSeries.from_values(values[:, [j]]) for j in range(values.shape[1]))
-        return series
-
     def _check_data(self, instances, min_length: int, purpose: str) -> None:
         """Raise a ValueError if a series is too short, or has missing or infinite values.
 
@@ -369,23 +362,9 @@ class ReinPatchForecaster(BaseForecaster):
                          f"{name[1:]} (the window the forecast reads)")
             check_finite_values(window.to_numpy(dtype=np.float64), where, window.index)
 
-    @staticmethod
-    def _steps_and_index(fh: ForecastingHorizon, frame: pd.DataFrame):
-        """Steps ahead (from the end of ``frame``) and absolute time index of ``fh``.
-
-        A relative ``fh`` counts from the end of each series (as sktime does when it loops over
-        the instances of a panel); an absolute ``fh`` names the same time points for all.
-        """
-        from sktime.datatypes import get_cutoff
-
-        cutoff = get_cutoff(frame, return_index=True)
-        relative = fh if fh.is_relative else fh.to_relative(cutoff)
-        steps = np.asarray(relative.to_pandas(), dtype=np.int64)
-        return steps, fh.to_absolute_index(cutoff)
-
     def _horizon_of(self, fh: ForecastingHorizon, instances) -> int:
         """The largest step of ``fh`` over all series; every step must be out of sample."""
-        steps = np.concatenate([self._steps_and_index(fh, frame)[0] for _, frame in instances])
+        steps = np.concatenate([steps_and_index(fh, frame)[0] for _, frame in instances])
         if steps.min() < 1:
             raise ValueError(
                 f"ReinPatchForecaster forecasts only out of sample, but fh={list(fh)} contains "
@@ -395,28 +374,16 @@ class ReinPatchForecaster(BaseForecaster):
 
     # -- public entry points: say which columns of y are not numeric, and what to do --------
     def fit(self, y, X=None, fh=None):
-        try:
+        with _explaining_non_numeric(y):
             return super().fit(y, X=X, fh=fh)
-        except TypeError as error:
-            if (explained := explain_non_numeric_y(error, y)) is None:
-                raise
-            raise explained from error
 
     def update(self, y, X=None, update_params=True):
-        try:
+        with _explaining_non_numeric(y):
             return super().update(y, X=X, update_params=update_params)
-        except TypeError as error:
-            if (explained := explain_non_numeric_y(error, y)) is None:
-                raise
-            raise explained from error
 
     def pretrain(self, y, X=None, fh=None):
-        try:
+        with _explaining_non_numeric(y):
             return super().pretrain(y, X=X, fh=fh)
-        except TypeError as error:
-            if (explained := explain_non_numeric_y(error, y)) is None:
-                raise
-            raise explained from error
 
     fit.__doc__ = BaseForecaster.fit.__doc__
     update.__doc__ = BaseForecaster.update.__doc__
@@ -439,7 +406,7 @@ class ReinPatchForecaster(BaseForecaster):
         self : reference to self
         """
         self._cur_y = y
-        instances = self._instances(y)
+        instances = split_instances(y)
         horizon = self._horizon_of(fh, instances)
         if hasattr(self, "pretrained_model_"):
             if horizon > self.pretrain_horizon_:
@@ -454,7 +421,7 @@ class ReinPatchForecaster(BaseForecaster):
         else:
             model = self._build_model(horizon)
         self._check_data(instances, self.input_chunk_length + horizon, "training")
-        self._train(model, self._to_darts([frame for _, frame in instances]))
+        self._train(model, to_darts([frame for _, frame in instances]))
         self.model_ = _TrainedModel(model)
         self.horizon_ = horizon
         self._sampling_seed = self._seed()
@@ -480,16 +447,16 @@ class ReinPatchForecaster(BaseForecaster):
 
         self._cur_y = update_data(self._cur_y, y)
         if update_params:
-            instances = self._instances(self._cur_y)
+            instances = split_instances(self._cur_y)
             self._check_data(instances, self.input_chunk_length + self.horizon_, "training")
-            self._train(self.model_.model, self._to_darts([frame for _, frame in instances]))
+            self._train(self.model_.model, to_darts([frame for _, frame in instances]))
         return self
 
     def _forecast_plan(self, fh: ForecastingHorizon):
         """The series to predict from, their steps and time indices, and the steps to predict."""
-        instances = self._instances(self._cur_y)
+        instances = split_instances(self._cur_y)
         self._check_data(instances, self.input_chunk_length, "forecasting")
-        plans = [(key, frame, *self._steps_and_index(fh, frame)) for key, frame in instances]
+        plans = [(key, frame, *steps_and_index(fh, frame)) for key, frame in instances]
         n = max(int(steps.max()) for _, _, steps, _ in plans)
         if min(int(steps.min()) for _, _, steps, _ in plans) < 1:
             raise ValueError(
@@ -506,7 +473,7 @@ class ReinPatchForecaster(BaseForecaster):
 
     def _darts_predict(self, n: int, frames: list[pd.DataFrame], **kwargs) -> list:
         model = self.model_.model
-        series = self._to_darts(frames, tail=self.input_chunk_length)
+        series = to_darts(frames, tail=self.input_chunk_length)
         with quiet_lightning():
             return model.predict(n, series=series, verbose=False, **kwargs)
 
@@ -619,11 +586,11 @@ class ReinPatchForecaster(BaseForecaster):
                 "pretrain needs fh: its largest step is the horizon of the pretrained network, "
                 "e.g. pretrain(y_panel, fh=[1, 2, 3])."
             )
-        instances = self._instances(y)
+        instances = split_instances(y)
         horizon = self._pretrain_horizon(fh, y, instances)
         self._check_data(instances, self.input_chunk_length + horizon, "pretraining")
         model = self._build_model(horizon)
-        self._train(model, self._to_darts([frame for _, frame in instances]))
+        self._train(model, to_darts([frame for _, frame in instances]))
         self.pretrained_model_ = _TrainedModel(model)
         self.pretrain_horizon_ = horizon
         self.n_pretrain_instances_ = len(instances)
@@ -633,7 +600,7 @@ class ReinPatchForecaster(BaseForecaster):
         """Continue pretraining on more panel data (the horizon stays)."""
         if not hasattr(self, "pretrained_model_"):
             return self._pretrain(y=y, X=X, fh=fh)
-        instances = self._instances(y)
+        instances = split_instances(y)
         if fh is not None:
             horizon = self._pretrain_horizon(fh, y, instances)
             if horizon > self.pretrain_horizon_:
@@ -644,7 +611,7 @@ class ReinPatchForecaster(BaseForecaster):
                 )
         self._check_data(instances, self.input_chunk_length + self.pretrain_horizon_, "pretraining")
         model = copy.deepcopy(self.pretrained_model_).model
-        self._train(model, self._to_darts([frame for _, frame in instances]))
+        self._train(model, to_darts([frame for _, frame in instances]))
         self.pretrained_model_ = _TrainedModel(model)
         self.n_pretrain_instances_ += len(instances)
         return self
@@ -673,7 +640,7 @@ class ReinPatchForecaster(BaseForecaster):
         return {
             "model": self.model_.model,
             "horizon": self.horizon_,
-            "n_series": len(self._instances(self._cur_y)) * self._cur_y.shape[1],
+            "n_series": len(split_instances(self._cur_y)) * self._cur_y.shape[1],
         }
 
     @classmethod

@@ -1,0 +1,44 @@
+"""Where a model's patcher cuts a window: the result of ``ReinPatchModel.patch_boundaries``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["PatchBoundaries"]
+
+
+@dataclass
+class PatchBoundaries:
+    """Where the patcher cuts the last input window of a series.
+
+    Attributes
+    ----------
+    time_index
+        ``(L,)`` time index of the window.
+    values
+        ``(L, C)`` the window's values.
+    starts
+        ``(C, N)`` int64: start positions (0-based, into the window) of the patches, per component.
+    components
+        The ``C`` component names.
+    coarse_starts
+        ``(C, N2)`` int64: the coarse (level-2) starts of a two-level model, each also in
+        ``starts``; ``None`` for ``levels=1``.
+    """
+
+    time_index: pd.Index
+    values: np.ndarray
+    starts: np.ndarray
+    components: list[str]
+    coarse_starts: np.ndarray | None = None
+
+    @property
+    def n_patches(self) -> int:
+        return self.starts.shape[-1]
+
+    def start_times(self, component: int = 0) -> pd.Index:
+        """Time stamps at which the patches of one component start."""
+        return self.time_index[self.starts[component]]
