@@ -1,5 +1,5 @@
-"""The benchmarks' evaluation protocol: scores over every stride-1 window of a split and the
-Repeat baseline.
+"""The benchmarks' evaluation protocol: scores over every stride-1 window of a split, the
+Repeat baseline, and forecasts of a fitted darts model for a batch of windows.
 
 The splits and the train-only scaler are the package's (``reinpatch_forecast.datasets``:
 ``prepare_ltsf``, ``sliding_windows``); what is scored on them, and how, is the benchmarks'
@@ -17,12 +17,16 @@ C : channels
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from reinpatch_forecast.datasets import sliding_windows
 
-__all__ = ["PredictFn", "evaluate_windows", "repeat_forecast"]
+if TYPE_CHECKING:  # darts is heavy; only the darts forecaster needs it, at call time
+    from darts.models.forecasting.torch_forecasting_model import TorchForecastingModel
+
+__all__ = ["PredictFn", "darts_predict_fn", "evaluate_windows", "repeat_forecast"]
 
 #: A batch forecaster: input windows ``(b, L, C)`` -> forecasts ``(b, H, C)``.
 PredictFn = Callable[[np.ndarray], np.ndarray]
@@ -137,3 +141,40 @@ def repeat_forecast(x: np.ndarray, horizon: int) -> np.ndarray:
     if int(horizon) < 1:
         raise ValueError(f"horizon must be >= 1, got {horizon}.")
     return np.repeat(x[:, -1:, :], int(horizon), axis=1)
+
+
+def darts_predict_fn(model: TorchForecastingModel, horizon: int | None = None) -> PredictFn:
+    """A :data:`PredictFn` that forecasts through a fitted darts model's public ``predict``.
+
+    Each window of a batch becomes its own ``TimeSeries``, and the batch is forecast by one
+    ``model.predict(n=H, series=[...])`` call with darts' batch size set to the batch, so that
+    the model sees exactly the batches :func:`evaluate_windows` forms (the scores then match a
+    direct call of the Lightning module bit for bit). Past covariates are not supported.
+
+    Parameters
+    ----------
+    model
+        A fitted darts torch model (``ReinPatchModel``, ``DLinearModel``, ...).
+    horizon
+        ``H``; ``None`` uses ``model.output_chunk_length``.
+
+    Returns
+    -------
+    PredictFn
+        ``x`` ``(b, L, C)`` -> forecasts ``(b, H, C)`` as a numpy array of the model's dtype.
+    """
+    from darts import TimeSeries
+
+    from reinpatch_forecast._lightning import quiet_lightning
+
+    n = int(horizon or model.output_chunk_length)
+
+    def predict(x: np.ndarray) -> np.ndarray:
+        series = [TimeSeries.from_values(window) for window in x]
+        # Every predict call builds a Lightning trainer; without this each batch would print
+        # its start-up banner into the benchmark log.
+        with quiet_lightning():
+            forecasts = model.predict(n, series=series, batch_size=len(series), verbose=False)
+        return np.stack([forecast.values(copy=False) for forecast in forecasts])  # (b, H, C)
+
+    return predict

@@ -1,5 +1,5 @@
 """Tests of the benchmarks' evaluation protocol (``benchmarks/_protocol.py``): the windowed
-scores and the Repeat baseline against the published numbers.
+scores, the Repeat baseline against the published numbers, and darts forecasts of windows.
 
 The tests that need the real datasets read them from ``<repo>/../shared/data`` and are skipped
 when that folder is absent.
@@ -28,7 +28,7 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 if str(BENCHMARKS) not in sys.path:  # the scripts import their helpers by bare name
     sys.path.insert(0, str(BENCHMARKS))
 
-from _protocol import evaluate_windows, repeat_forecast  # noqa: E402
+from _protocol import darts_predict_fn, evaluate_windows, repeat_forecast  # noqa: E402
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 L = 96
@@ -102,6 +102,60 @@ def test_evaluate_windows_flat_mean_batching_and_drop_last() -> None:
         evaluate_windows(lambda x: x[:, :3], array, lookback, horizon, batch_size=2)
     with pytest.raises(ValueError, match="non-finite"):
         evaluate_windows(lambda x: np.full((x.shape[0], horizon, 3), np.nan), array, 10, 7)
+
+
+# --------------------------------------------------------------------------------------------
+# darts forecasts of windows
+# --------------------------------------------------------------------------------------------
+
+
+def _tiny_model(family: str, lookback: int, horizon: int):
+    from darts.models import DLinearModel
+
+    from reinpatch_forecast import ReinPatchModel
+    from reinpatch_forecast._lightning import quiet_trainer_kwargs
+
+    common = dict(input_chunk_length=lookback, output_chunk_length=horizon, n_epochs=1,
+                  batch_size=16, random_state=0, pl_trainer_kwargs=quiet_trainer_kwargs())
+    if family == "dlinear":
+        return DLinearModel(use_reversible_instance_norm=True, **common)
+    return ReinPatchModel(compression_rate=4, d_model=8, n_heads=2, n_layers=1, **common)
+
+
+@pytest.mark.parametrize("family", ["dlinear", "reinpatch"])
+def test_darts_predict_fn_matches_the_lightning_module(family: str) -> None:
+    """The public ``predict`` path scores what a direct call of the fitted module forecasts
+    (the benchmarks called the module until the harness moved onto darts' API)."""
+    import torch
+    from darts import TimeSeries
+    from darts.utils.data.torch_datasets.utils import PLModuleInput
+
+    from reinpatch_forecast._lightning import quiet_lightning
+
+    lookback, horizon = 24, 6
+    array = np.random.default_rng(0).normal(size=(160, 3)).astype(np.float32)
+    model = _tiny_model(family, lookback, horizon)
+    with quiet_lightning():
+        model.fit(TimeSeries.from_values(array[:100]), max_samples_per_ts=32, verbose=False)
+    module = model.model
+    module.eval()
+
+    def direct(x: np.ndarray) -> np.ndarray:
+        with torch.inference_mode():
+            out = module(PLModuleInput(past_target=torch.from_numpy(x).to(module.dtype)))
+        return out.prediction[..., 0].numpy()  # (b, H, C, 1) -> (b, H, C)
+
+    predict = darts_predict_fn(model)
+    x, _ = sliding_windows(array[100:], lookback, horizon)
+    x = np.ascontiguousarray(x[:20])
+    forecasts = predict(x)
+    assert forecasts.shape == (20, horizon, 3)
+    np.testing.assert_allclose(forecasts, direct(x), rtol=1e-6, atol=1e-6)
+    ours = evaluate_windows(predict, array[100:], lookback, horizon, batch_size=8)
+    theirs = evaluate_windows(direct, array[100:], lookback, horizon, batch_size=8)
+    assert ours["n_windows"] == theirs["n_windows"] == 160 - 100 - lookback - horizon + 1
+    assert ours["mse"] == pytest.approx(theirs["mse"], rel=1e-6)
+    assert ours["mae"] == pytest.approx(theirs["mae"], rel=1e-6)
 
 
 # --------------------------------------------------------------------------------------------
