@@ -1,5 +1,6 @@
-"""Helpers shared by the benchmark scripts: commit and date stamps, result files, run caches,
-seed statistics and the policy-version bookkeeping.
+"""Helpers shared by the benchmark scripts: commit and date stamps, timing, result files, run
+caches, seed statistics and the policy-version bookkeeping (the evaluation protocol is in
+``_protocol``).
 
 The scripts import this module as ``_common`` (their own folder is first on ``sys.path`` when
 run as ``python benchmarks/<script>.py``; :func:`import_benchmark` puts it there for tests).
@@ -16,8 +17,9 @@ import math
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 REPO = Path(__file__).resolve().parents[1]
 BENCHMARKS = REPO / "benchmarks"
@@ -28,18 +30,54 @@ DEFAULT_DATA = REPO.parent / "shared" / "data"
 POLICY_V2_COMMIT = "bc2ea1b"
 
 
-def git_commit() -> str:
-    """Short hash of ``HEAD`` (``"unknown"`` outside a git checkout)."""
+def git_commit(dirty_paths: Sequence[str] = ()) -> str:
+    """Short hash of ``HEAD`` (``"unknown"`` outside a git checkout).
+
+    Parameters
+    ----------
+    dirty_paths
+        Repository paths whose uncommitted changes the stamp must admit: a measurement of
+        edited code is not the commit's. ``"abc1234 + uncommitted changes to segments.py"``
+        when any of them differs from ``HEAD``.
+
+    Returns
+    -------
+    str
+        The short hash, with the note on uncommitted changes where there are any.
+    """
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, text=True,
-                              capture_output=True, check=True).stdout.strip()
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, text=True,
+                                capture_output=True, check=True).stdout.strip()
+        if not dirty_paths:
+            return commit
+        changed = subprocess.run(["git", "status", "--porcelain", "--", *dirty_paths],
+                                 cwd=REPO, text=True, capture_output=True,
+                                 check=True).stdout.split("\n")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
+    names = [Path(line[3:]).name for line in changed if line.strip()]
+    return commit + (f" + uncommitted changes to {', '.join(names)}" if names else "")
 
 
 def utc_now() -> str:
     """The date and time, as every result file writes it."""
     return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def median_seconds(step: Callable[[], object], repeats: int, warmup: int = 2) -> float:
+    """Median wall time of ``step`` over ``repeats`` calls after ``warmup`` untimed ones.
+
+    The median, not the mean: one call slowed by another process on a shared machine does not
+    move it.
+    """
+    for _ in range(warmup):
+        step()
+    times = []
+    for _ in range(repeats):
+        began = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - began)
+    return statistics.median(times)
 
 
 def stamp(command: str) -> str:

@@ -3,10 +3,10 @@
 
 ETTh1 and ETTm1, H in {96, 336}; lookback 96 with R in {4, 8, 16, 32} and lookback 512 with
 R in {16, 32, 64} (N = ceil(L / R) tokens per series). At every (dataset, H, L, R) the same
-network is fitted with uniform patches and with the learned patcher (the default policy,
-``offset``, unless ``--policy`` says otherwise), with the budget and the fitting and evaluation
-code of ``benchmarks/ltsf.py`` (LTSF protocol, early stopping on validation MSE, MSE over every
-test window).
+network is fitted with uniform patches and with the learned patcher (the package's default
+policy, ``density``, unless ``--policy`` says otherwise), with the budget and the fitting and
+evaluation code of ``benchmarks/ltsf.py`` (LTSF protocol, early stopping on validation MSE, MSE
+over every test window).
 
 Writes ``benchmarks/results/compression.md``, ``.csv`` and ``.png`` (test MSE against the token
 count N). Runs are cached in ``compression_runs.jsonl``: a stopped run resumes, a cell already
@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> None:
                         default=sorted(RATES))
     parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
     parser.add_argument("--policy", choices=ltsf.POLICIES, default=ltsf.DEFAULT_POLICY,
-                        help="policy of the learned rows (default offset)")
+                        help=f"policy of the learned rows (default {ltsf.DEFAULT_POLICY})")
     ltsf.add_training_arguments(parser)
     parser.add_argument("--shard", help="i/n: run every n-th fit from the i-th")
     parser.add_argument("--quick", action="store_true",

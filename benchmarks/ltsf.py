@@ -8,10 +8,10 @@ validation MSE. Every finished run is appended to a cache
 several sessions; the report is rebuilt from the cache at the end of every run. Runs of several
 seeds (``--seeds``) are reported as mean ± std.
 
-Learned rows name their policy: ``learned`` is the default (offset) policy, ``learned
-[density]`` the density policy, ``learned [topk] (v1 ablation)`` the first policy run with the
-v2 training step. Runs of the first version (a commit before ``bc2ea1b``) stay in the cache and
-are reported as ``learned v1 (topk)``.
+Learned rows name their policy: ``learned`` is the package's default policy (density),
+``learned [offset]`` the offset policy, ``learned [topk] (v1 ablation)`` the first policy run
+with the v2 training step. Runs of the first version (a commit before ``bc2ea1b``) stay in the
+cache and are reported as ``learned v1 (topk)``.
 
 Examples
 --------
@@ -43,6 +43,7 @@ from _common import (DEFAULT_DATA, POLICY_V2_COMMIT, RESULTS, append_jsonl,  # n
                      load_jsonl, mean_std, set_threads, utc_now, write_csv, write_markdown)
 from _protocol import darts_predict_fn, evaluate_windows, repeat_forecast  # noqa: E402
 
+from reinpatch_forecast._lightning import quiet_trainer_kwargs  # noqa: E402
 from reinpatch_forecast.foundation import PRETRAINED_SHA256  # noqa: E402
 from reinpatch_forecast.nn import DEFAULT_POLICY  # noqa: E402
 
@@ -195,12 +196,8 @@ def _build_model(spec: RunSpec, work_dir: Path, progress: bool = False):
     from reinpatch_forecast import ReinPatchModel
 
     settings = spec.settings
-    trainer = {
-        "accelerator": "cpu", "enable_progress_bar": progress, "logger": False,
-        "enable_model_summary": False,
-        "callbacks": [EarlyStopping(monitor="val_loss", patience=settings["patience"],
-                                    mode="min")],
-    }
+    stopper = EarlyStopping(monitor="val_loss", patience=settings["patience"], mode="min")
+    trainer = quiet_trainer_kwargs(progress, callbacks=[stopper])
     common = dict(
         input_chunk_length=spec.lookback, output_chunk_length=spec.horizon,
         batch_size=settings["batch_size"], n_epochs=settings["epochs"],
@@ -759,8 +756,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--lookback", type=int, default=96)
     add_training_arguments(parser)
     parser.add_argument("--policy", nargs="+", choices=POLICIES, default=[DEFAULT_POLICY],
-                        help="policies of the learned and learned_l2 rows: offset (the "
-                             "default, row 'learned'), density, topk (the v1 ablation)")
+                        help=f"policies of the learned and learned_l2 rows: {DEFAULT_POLICY} "
+                             "(the default, row 'learned'); any other as row 'learned "
+                             "[policy]'; topk is the v1 ablation")
     parser.add_argument("--learned-group", type=int, default=None,
                         help=f"group size G of the learned rows (default {DEFAULT_GROUP})")
     parser.add_argument("--learned-kl", type=float, default=None,

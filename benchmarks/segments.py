@@ -14,21 +14,23 @@ from __future__ import annotations
 
 import argparse
 import csv
-import datetime as dt
 import os
 import platform
-import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import git_commit, median_seconds, utc_now  # noqa: E402
 
 from reinpatch_forecast.nn.segments import resample_patches, segment_mean  # noqa: E402
+
+#: The file under test: a timing of uncommitted edits to it says so in the report.
+SEGMENTS_SOURCE = "reinpatch_forecast/nn/segments.py"
 
 
 # -- inputs ------------------------------------------------------------------------------------
@@ -100,33 +102,7 @@ def step(impl, features, values, starts, n_points, which, weights):
     loss.backward()
 
 
-def median_seconds(fn, repeats: int, warmup: int) -> tuple[float, list[float]]:
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), times
-
-
 # -- environment ---------------------------------------------------------------------------------
-
-
-def git_commit() -> str:
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--", "reinpatch_forecast/nn/segments.py"], cwd=ROOT,
-            capture_output=True, text=True, check=True,
-        ).stdout.strip()
-        return commit + (" + uncommitted changes to segments.py" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def cpu_name() -> str:
@@ -195,11 +171,11 @@ def main(argv: list[str] | None = None) -> None:
     }
     results = []
     for which in ("mean", "resample", "both"):
-        vec, _ = median_seconds(
+        vec = median_seconds(
             lambda: step(vectorised, features, values, starts, n_points, which, weights),
             args.repeats, args.warmup,
         )
-        loop, _ = median_seconds(
+        loop = median_seconds(
             lambda: step(loop_reference, sub_features, sub_values, sub_starts, n_points, which,
                          weights),
             args.loop_repeats, 1,
@@ -216,8 +192,8 @@ def main(argv: list[str] | None = None) -> None:
               f"(scaled)   speedup {loop_scaled / vec:7.0f}x", flush=True)
 
     meta = {
-        "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "commit": git_commit(),
+        "date": utc_now(),
+        "commit": git_commit([SEGMENTS_SOURCE]),
         "torch": torch.__version__,
         "python": platform.python_version(),
         "threads": torch.get_num_threads(),

@@ -23,34 +23,22 @@ import argparse
 import json
 import platform
 import resource
-import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
-from typing import Callable
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import RESULTS, git_commit, utc_now, write_csv, write_markdown  # noqa: E402
+from _common import (RESULTS, git_commit, median_seconds, utc_now, write_csv,  # noqa: E402
+                     write_markdown)
 
+from reinpatch_forecast._lightning import quiet_trainer_kwargs  # noqa: E402
 from reinpatch_forecast.nn import DEFAULT_POLICY  # noqa: E402
 
 BATCH, CHANNELS, HORIZON, RATE = 32, 7, 96, 8
 PREDICT_BATCH = 256
-
-
-def median_seconds(step: Callable[[], None], repeats: int, warmup: int = 2) -> float:
-    for _ in range(warmup):
-        step()
-    times = []
-    for _ in range(repeats):
-        began = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - began)
-    return statistics.median(times)
 
 
 # -- models under test -------------------------------------------------------------------------
@@ -104,8 +92,7 @@ def darts_peer(name: str, lookback: int):
     torch.manual_seed(0)
     common = dict(input_chunk_length=lookback, output_chunk_length=HORIZON, n_epochs=1,
                   use_reversible_instance_norm=True, random_state=0,
-                  pl_trainer_kwargs={"accelerator": "cpu", "enable_progress_bar": False,
-                                     "logger": False, "enable_model_summary": False})
+                  pl_trainer_kwargs=quiet_trainer_kwargs())
     if name == "TSMixer":
         model = TSMixerModel(hidden_size=64, ff_size=64, num_blocks=2, **common)
     else:

@@ -1,8 +1,10 @@
 """Pure helpers of the benchmark scripts (benchmarks/_common.py, boundaries.py, compression.py,
-synthetic.py): patch statistics, seed aggregation, sharding, generated data, plans."""
+synthetic.py): patch statistics, seed aggregation, sharding, timing and commit stamps, generated
+data, plans."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -57,6 +59,34 @@ def test_shards_partition_the_plan(common):
     assert common.shard(items, None) == items
     with pytest.raises(SystemExit):
         common.shard(items, "3/3")
+
+
+def test_median_seconds_warms_up_then_takes_the_median(common):
+    calls = []
+    seconds = common.median_seconds(lambda: calls.append(1), repeats=3, warmup=2)
+    assert len(calls) == 5 and seconds >= 0.0
+
+
+def test_git_commit_admits_uncommitted_changes_to_the_named_paths(common, tmp_path, monkeypatch):
+    def git(*args):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                       cwd=tmp_path, check=True, capture_output=True)
+
+    try:  # a throwaway repository: the real checkout is shared and stays untouched
+        git("init", "-q")
+        (tmp_path / "ops.py").write_text("a = 1\n")
+        (tmp_path / "other.py").write_text("b = 1\n")
+        git("add", ".")
+        git("commit", "-q", "-m", "first")
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("needs git")
+    monkeypatch.setattr(common, "REPO", tmp_path)
+    plain = common.git_commit()
+    assert plain != "unknown"
+    (tmp_path / "other.py").write_text("b = 2\n")
+    assert common.git_commit(["ops.py"]) == plain
+    (tmp_path / "ops.py").write_text("a = 2\n")
+    assert common.git_commit(["ops.py"]) == f"{plain} + uncommitted changes to ops.py"
 
 
 def test_format_mean_std(common):
