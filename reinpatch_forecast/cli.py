@@ -295,27 +295,8 @@ def _save_figure(figure, path: Path) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-@contextmanager
-def _recording_demo_models() -> Iterator[list]:
-    """Record the models ``demo.run_demo`` builds (it returns only their metrics)."""
-    from . import demo
-
-    created: list = []
-    original = demo.ReinPatchModel
-
-    def record(*args, **kwargs):
-        model = original(*args, **kwargs)
-        created.append(model)
-        return model
-
-    demo.ReinPatchModel = record
-    try:
-        yield created
-    finally:
-        demo.ReinPatchModel = original
-
-
 def _cmd_demo(args: argparse.Namespace) -> int:
+    """``reinpatch-forecast demo``: the demo's table, then figures of its learned model."""
     from darts import TimeSeries
 
     from .datasets import load_bundled_etth1, prepare_ltsf
@@ -327,16 +308,17 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         raise CLIError(f"--out {args.out} is a file; give a folder")
     out.mkdir(parents=True, exist_ok=True)
 
-    with _quiet_lightning(), _recording_demo_models() as created:
+    with _quiet_lightning():
         results = run_demo(args.lookback, args.horizon, args.epochs, args.max_windows,
                            args.seed, verbose=not args.quiet)
     print(f"\nETTh1, lookback {args.lookback}, horizon {args.horizon}: validation split, "
           "every horizon-th window, scaled data")
     print(f"{'model':<22}{'MSE':>8}{'MAE':>8}{'time (s)':>10}")
     for r in results:
-        print(f"{r.model:<22}{r.mse:>8.4f}{r.mae:>8.4f}{r.seconds:>10.1f}")
+        print(f"{r.name:<22}{r.mse:>8.4f}{r.mae:>8.4f}{r.seconds:>10.1f}")
 
-    learned = next(m for m in created if m.network_params["patcher"] == "learned")
+    # The figures show the model the table scored (run_demo returns it), not a retrained one.
+    learned = next(r.model for r in results if r.patcher == "learned")
     splits = prepare_ltsf(load_bundled_etth1(), "ETTh", args.lookback, args.horizon)
     val = TimeSeries.from_times_and_values(
         splits.dates["val"], splits.val, columns=list(splits.columns), freq="h"
