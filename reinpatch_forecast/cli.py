@@ -69,44 +69,32 @@ class _Parser(argparse.ArgumentParser):
 # --------------------------------------------------------------------------------------------
 
 
-def _positive_int(text: str) -> int:
+def _number(text: str, cast: Callable[[str], float], valid: Callable[[float], bool],
+            expected: str) -> Any:
+    """``cast(text)`` if it is finite and ``valid``, else an ``argparse`` usage error."""
     try:
-        value = int(text)
+        value = cast(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+    if not np.isfinite(value) or not valid(value):
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
     return value
+
+
+def _positive_int(text: str) -> int:
+    return _number(text, int, lambda v: v >= 1, "a positive integer")
 
 
 def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not value > 0 or not np.isfinite(value):
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-    return value
+    return _number(text, float, lambda v: v > 0, "a positive number")
 
 
 def _non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
-    if not value >= 0 or not np.isfinite(value):
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
-    return value
+    return _number(text, float, lambda v: v >= 0, "a number >= 0")
 
 
 def _probability(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1), got {text!r}") from None
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1), got {text!r}")
-    return value
+    return _number(text, float, lambda v: 0 <= v < 1, "a number in [0, 1)")
 
 
 def _rates(text: str) -> float | tuple[float, float]:
