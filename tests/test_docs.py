@@ -36,14 +36,15 @@ def test_sphinx_build_has_no_warnings(tmp_path):
     assert result.returncode == 0, f"sphinx-build failed:\n{result.stdout}\n{result.stderr}"
     html = tmp_path / "html"
     for page in ("index", "quickstart_darts", "quickstart_sktime", "method", "foundation",
-                 "choosing_parameters", "benchmarks", "cli", "api"):
+                 "choosing_parameters", "benchmarks", "cli", "api", "architecture"):
         assert (html / f"{page}.html").is_file(), page
     assert (html / "_images" / "segmentation.png").is_file()
     api = (html / "api.html").read_text(encoding="utf-8")
     for name in ("reinpatch_forecast.darts.ReinPatchModel", "reinpatch_forecast.sktime."
-                 "ReinPatchForecaster", "reinpatch_forecast.nn.patchers.LearnedPatcher",
+                 "ReinPatchForecaster", "reinpatch_forecast.nn.learned_patcher.LearnedPatcher",
                  "reinpatch_forecast.plotting.plot_segmentation",
-                 "reinpatch_forecast.foundation.save_patcher",
+                 "reinpatch_forecast.patcher_io.save_patcher",
+                     "reinpatch_forecast.options.ModelOptions",
                  "reinpatch_forecast.datasets.prepare_ltsf"):
         assert f'id="{name}"' in api, name
     benchmarks = (html / "benchmarks.html").read_text(encoding="utf-8")
