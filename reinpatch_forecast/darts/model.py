@@ -18,7 +18,6 @@ documents every darts override it needs in place.
 from __future__ import annotations
 
 import copyreg
-import dataclasses
 import os
 import signal
 import threading
@@ -308,12 +307,13 @@ class ReinPatchModel(PastCovariatesTorchModel):
             param_kinds = ("location",) * nr_params
         # darts sorts the quantile levels; the outputs are kept in the same increasing order.
         quantile_levels = getattr(self.likelihood, "quantiles", None)
-        config = dataclasses.replace(
-            self.network_config, n_channels=n_channels, nr_params=nr_params,
+        # Primitives, so that darts stores them in checkpoints; the module builds the config.
+        config = dict(
+            self.network_config.to_dict(), n_channels=n_channels, nr_params=nr_params,
             param_kinds=param_kinds, monotone_params=quantile_levels is not None,
         )
         module = _ReinPatchModule(
-            network_config=config.to_dict(),
+            network_config=config,
             freeze_patcher=self._foundation_state is not None,
             patcher_lr=self.training_options.patcher_lr,
             **self.pl_module_params,
