@@ -15,7 +15,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 import pytest
-from reliability_support import sine_values
+from support import sine_values
 
 cli = pytest.importorskip("reinpatch_forecast.cli")
 

@@ -7,6 +7,7 @@ correct result. Never a bare traceback from inside torch or darts.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 import torch
-from reliability_support import QUIET_TRAINER, TINY_DARTS, darts_series, sine_values
+from support import TINY_DARTS, darts_model, darts_series, sine_values
 
 from reinpatch_forecast import ReinPatchModel
 from reinpatch_forecast.foundation import load_patcher, save_patcher
@@ -58,11 +59,7 @@ def context(tmp_path_factory) -> Context:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
 
-    def make(**overrides) -> ReinPatchModel:
-        params = dict(TINY_DARTS, work_dir=str(tmp), pl_trainer_kwargs=dict(QUIET_TRAINER))
-        params.update(overrides)
-        return ReinPatchModel(**params)
-
+    make = functools.partial(darts_model, tmp, TINY_DARTS)
     trained = make().fit(darts_series(sine_values(60)))
     saved = str(tmp / "trained.pt")
     trained.save(saved)

@@ -8,10 +8,10 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 import pytest
-from reliability_support import TINY_SKTIME, sine_values, sktime_series
+from support import sine_values, sktime_series
+from support import sktime_forecaster as tiny
 from sktime.exceptions import NotFittedError
 
-from reinpatch_forecast import ReinPatchForecaster
 from reinpatch_forecast.foundation import save_patcher
 from reinpatch_forecast.nn import LearnedPatcher
 
@@ -23,10 +23,6 @@ class Case:
     raises: type[BaseException] | None = None
     match: str | None = None
     check: Callable[[Any], None] | None = None
-
-
-def tiny(**overrides) -> ReinPatchForecaster:
-    return ReinPatchForecaster(**{**TINY_SKTIME, **overrides})
 
 
 def with_value(value, at: int = 10, length: int = 60) -> pd.Series:

@@ -8,16 +8,19 @@ Runs in a subprocess: DDP needs a script with an ``if __name__ == "__main__"`` g
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
-from reliability_support import run_script
+from support import run_script
+
+SCRIPTS = Path(__file__).parent / "scripts"
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("strategy", ["ddp", "ddp_spawn"])
 def test_ddp_on_two_cpu_processes_trains_and_predicts(strategy, tmp_path):
-    result = run_script("ddp_fit_predict.py", strategy, str(tmp_path), timeout=240)
+    result = run_script(SCRIPTS / "ddp_fit_predict.py", strategy, str(tmp_path), timeout=240)
     lines = [json.loads(line[len("RESULT "):]) for line in result.stdout.splitlines()
              if line.startswith("RESULT ")]
     # ddp re-runs the script in the second process: both print; ddp_spawn: only the main one

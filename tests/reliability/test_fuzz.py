@@ -10,11 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from reliability_support import QUIET_TRAINER, TINY_DARTS, darts_series
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from reinpatch_forecast import ReinPatchModel
+from support import TINY_DARTS, darts_model, darts_series
 
 MIN_LENGTH = TINY_DARTS["input_chunk_length"] + TINY_DARTS["output_chunk_length"]
 
@@ -47,8 +45,7 @@ def finite_series(draw):
 @given(series=finite_series(), patcher=st.sampled_from(["learned", "uniform", "volatility"]))
 def test_random_finite_series_never_crash_or_give_nan(series, patcher, tmp_path):
     torch.set_num_threads(1)
-    model = ReinPatchModel(**{**TINY_DARTS, "patcher": patcher}, work_dir=str(tmp_path),
-                           pl_trainer_kwargs=dict(QUIET_TRAINER))
+    model = darts_model(tmp_path, TINY_DARTS, patcher=patcher)
     if len(series) < MIN_LENGTH:
         with pytest.raises(ValueError, match=r"time steps, but a training window"):
             model.fit(series)

@@ -12,9 +12,9 @@ import pickle
 import numpy as np
 import pytest
 import torch
-from reliability_support import darts_series, sine_values, sktime_series
 from darts.utils.likelihood_models.torch import QuantileRegression
 from sktime.base import load as sktime_load
+from support import TINY_DARTS, assert_same_arrays, darts_series, sine_values, sktime_series
 
 from reinpatch_forecast import ReinPatchModel
 from reinpatch_forecast.foundation import load_patcher, save_patcher
@@ -36,17 +36,11 @@ def _forecasts(model, series, **kwargs) -> dict[str, np.ndarray]:
     return out
 
 
-def _assert_same(actual: dict, expected: dict, name: str = "") -> None:
-    assert actual.keys() == expected.keys()
-    for key in expected:
-        np.testing.assert_array_equal(actual[key], expected[key], err_msg=f"{name}: {key}")
-
-
 @pytest.mark.parametrize("likelihood", [None, "quantile"])
 def test_darts_save_load_weights_and_checkpoints_identical(make_model, series, tmp_path,
                                                            likelihood):
     extra = {} if likelihood is None else {"likelihood": QuantileRegression([0.1, 0.5, 0.9])}
-    model = make_model(patcher="learned", n_epochs=2, save_checkpoints=True,
+    model = make_model(TINY_DARTS, patcher="learned", n_epochs=2, save_checkpoints=True,
                        model_name=f"persist_{likelihood}", force_reset=True, **extra)
     model.fit(series)
     expected = _forecasts(model, series)
@@ -61,22 +55,22 @@ def test_darts_save_load_weights_and_checkpoints_identical(make_model, series, t
             model.model_name, work_dir=model.work_dir, best=False, map_location="cpu"),
     }
     for name in ("load_weights", "load_weights_cpu"):
-        fresh = make_model(patcher="learned", n_epochs=2, **extra)
+        fresh = make_model(TINY_DARTS, patcher="learned", n_epochs=2, **extra)
         kwargs = {"map_location": "cpu"} if name.endswith("cpu") else {}
         fresh.load_weights(path, **kwargs)
         loaded[name] = fresh
     for name, other in loaded.items():
         assert next(other.model.parameters()).device.type == "cpu", name
-        _assert_same(_forecasts(other, series), expected, name)
+        assert_same_arrays(_forecasts(other, series), expected, name)
 
     # and a reloaded model saves again to the same forecasts
     again = str(tmp_path / "again.pt")
     loaded["load"].save(again)
-    _assert_same(_forecasts(ReinPatchModel.load(again), series), expected)
+    assert_same_arrays(_forecasts(ReinPatchModel.load(again), series), expected)
 
 
 def test_patch_boundaries_survive_save_load(make_model, series, tmp_path):
-    model = make_model(patcher="learned").fit(series)
+    model = make_model(TINY_DARTS, patcher="learned").fit(series)
     path = str(tmp_path / "model.pt")
     model.save(path)
     np.testing.assert_array_equal(ReinPatchModel.load(path).patch_boundaries(series).starts,
@@ -104,7 +98,7 @@ def test_sktime_pickle_and_save_load_identical(make_forecaster, tmp_path, likeli
     forecaster.save(str(tmp_path / "forecaster"))
     copies["save_to_disk"] = sktime_load(str(tmp_path / "forecaster"))
     for name, copy in copies.items():
-        _assert_same(forecasts(copy), expected, name)
+        assert_same_arrays(forecasts(copy), expected, name)
     # a reloaded forecaster keeps working: update then predict, like the original
     new = sktime_series(sine_values(63))[-3:]
     np.testing.assert_array_equal(
@@ -114,7 +108,7 @@ def test_sktime_pickle_and_save_load_identical(make_forecaster, tmp_path, likeli
 
 
 def test_foundation_patcher_roundtrip(make_model, series, tmp_path):
-    trained = make_model(patcher="learned").fit(series)
+    trained = make_model(TINY_DARTS, patcher="learned").fit(series)
     patcher = trained.model.network.patcher
     path = tmp_path / "patcher.pt"
     save_patcher(patcher, path)
@@ -122,6 +116,6 @@ def test_foundation_patcher_roundtrip(make_model, series, tmp_path):
     for key, value in patcher.state_dict().items():
         torch.testing.assert_close(restored.state_dict()[key], value, rtol=0, atol=0)
     # used frozen in a new model, from the path: same boundaries on the same window
-    reuse = make_model(patcher=str(path), model_name="reuse").fit(series)
+    reuse = make_model(TINY_DARTS, patcher=str(path), model_name="reuse").fit(series)
     np.testing.assert_array_equal(reuse.patch_boundaries(series).starts,
                                   trained.patch_boundaries(series).starts)

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
-from reliability_support import run_script
+from support import run_script
+
+SCRIPTS = Path(__file__).parent / "scripts"
 
 
 def _results() -> dict:
-    result = run_script("reproduce_forecasts.py")
+    result = run_script(SCRIPTS / "reproduce_forecasts.py")
     line = next(line for line in result.stdout.splitlines() if line.startswith("RESULT "))
     return json.loads(line[len("RESULT "):])
 

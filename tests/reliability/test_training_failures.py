@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 import pytorch_lightning as pl
 import torch
-from reliability_support import QUIET_TRAINER, darts_series, sine_values
 from darts.utils.serialization import add_safe_globals
+from support import TINY_DARTS, darts_series, sine_values
 
 from reinpatch_forecast import ReinPatchModel
+from reinpatch_forecast._lightning import quiet_trainer_kwargs
 from reinpatch_forecast.validation import TrainingDivergedError
 
 
@@ -73,7 +74,7 @@ def _finite_state(model: ReinPatchModel) -> bool:
 
 def test_nan_loss_stops_training_with_a_clear_error(make_model, train_val):
     train, _ = train_val
-    model = make_model(n_epochs=3, loss_fn=NanLossAfter(calls=3))
+    model = make_model(TINY_DARTS, n_epochs=3, loss_fn=NanLossAfter(calls=3))
     with pytest.raises(TrainingDivergedError,
                        match=r"Training diverged: the loss is not finite at epoch 0, step \d+ "
                              r"\(batch \d+ of the epoch\).* lower learning rate .*"
@@ -84,10 +85,9 @@ def test_nan_loss_stops_training_with_a_clear_error(make_model, train_val):
 
 def test_best_checkpoint_before_divergence_is_intact(make_model, train_val):
     train, val = train_val
-    model = make_model(n_epochs=4, save_checkpoints=True, model_name="diverges",
+    model = make_model(TINY_DARTS, n_epochs=4, save_checkpoints=True, model_name="diverges",
                        force_reset=True,
-                       pl_trainer_kwargs={**QUIET_TRAINER,
-                                          "callbacks": [PoisonAtEpoch(epoch=2)]})
+                       pl_trainer_kwargs=quiet_trainer_kwargs(callbacks=[PoisonAtEpoch(epoch=2)]))
     with pytest.raises(TrainingDivergedError, match=r"at epoch 2, .*save_checkpoints=True"):
         model.fit(train, val_series=val)
     folder = os.path.join(model.work_dir, "diverges", "checkpoints")
@@ -108,10 +108,10 @@ def test_best_checkpoint_before_divergence_is_intact(make_model, train_val):
 def test_keyboard_interrupt_leaves_a_usable_model(make_model, train_val):
     train, val = train_val
     handler = signal.getsignal(signal.SIGINT)
-    model = make_model(n_epochs=4, save_checkpoints=True, model_name="interrupted",
+    model = make_model(TINY_DARTS, n_epochs=4, save_checkpoints=True, model_name="interrupted",
                        force_reset=True,
-                       pl_trainer_kwargs={**QUIET_TRAINER,
-                                          "callbacks": [InterruptAtEpoch(epoch=2)]})
+                       pl_trainer_kwargs=quiet_trainer_kwargs(
+                           callbacks=[InterruptAtEpoch(epoch=2)]))
     # Lightning answers KeyboardInterrupt with sys.exit(1) and ignores SIGINT from then on;
     # ReinPatchModel.fit gives back a KeyboardInterrupt and restores the SIGINT handler.
     with pytest.raises(KeyboardInterrupt, match=r"interrupted in epoch 2.*load_from_checkpoint"):
@@ -137,8 +137,8 @@ def test_keyboard_interrupt_leaves_a_usable_model(make_model, train_val):
 
 def test_interrupted_first_fit_without_checkpoints_keeps_its_weights(make_model, train_val):
     train, _ = train_val
-    model = make_model(n_epochs=3, pl_trainer_kwargs={**QUIET_TRAINER,
-                                                      "callbacks": [InterruptAtEpoch(epoch=1)]})
+    model = make_model(TINY_DARTS, n_epochs=3, pl_trainer_kwargs=quiet_trainer_kwargs(
+        callbacks=[InterruptAtEpoch(epoch=1)]))
     with pytest.raises(KeyboardInterrupt, match="interrupted in epoch 1"):
         model.fit(train)
     assert _finite_state(model)
@@ -148,8 +148,7 @@ def test_interrupted_first_fit_without_checkpoints_keeps_its_weights(make_model,
 def test_gradient_clipping_is_passed_to_lightning(make_model, train_val):
     """The fix the divergence message suggests works as written."""
     train, _ = train_val
-    model = make_model(pl_trainer_kwargs={**QUIET_TRAINER,
-                                          "gradient_clip_val": 1.0})
+    model = make_model(TINY_DARTS, pl_trainer_kwargs=quiet_trainer_kwargs(gradient_clip_val=1.0))
     model.fit(train)
     assert model.trainer.gradient_clip_val == 1.0
     assert np.isfinite(model.predict(3).values()).all()

@@ -25,6 +25,7 @@ def main(strategy: str, work_dir: str) -> None:
     from darts import TimeSeries
 
     from reinpatch_forecast import ReinPatchModel
+    from reinpatch_forecast._lightning import quiet_trainer_kwargs
 
     torch.set_num_threads(1)
     t = np.arange(80)
@@ -35,9 +36,7 @@ def main(strategy: str, work_dir: str) -> None:
         d_model=8, n_heads=1, n_layers=1, dropout=0.0, resample_points=4, batch_size=16,
         n_epochs=2, random_state=0, work_dir=work_dir, save_checkpoints=True,
         model_name=f"ddp_{strategy}", force_reset=True,
-        pl_trainer_kwargs={"accelerator": "cpu", "devices": 2, "strategy": strategy,
-                           "enable_progress_bar": False, "enable_model_summary": False,
-                           "logger": False},
+        pl_trainer_kwargs=quiet_trainer_kwargs(devices=2, strategy=strategy),
     )
     model.fit(series)
     world_size = model.trainer.world_size

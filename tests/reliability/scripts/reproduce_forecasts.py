@@ -34,16 +34,16 @@ def main() -> None:
     from darts.utils.likelihood_models.torch import QuantileRegression
 
     from reinpatch_forecast import ReinPatchForecaster, ReinPatchModel
+    from reinpatch_forecast._lightning import quiet_trainer_kwargs
 
     rng = np.random.default_rng(0)
     t = np.arange(90)
     values = np.sin(2 * np.pi * t / 12) + 0.2 * rng.standard_normal(90)
     series = TimeSeries.from_values(values.astype(np.float32))
-    quiet = {"accelerator": "cpu", "enable_progress_bar": False, "enable_model_summary": False,
-             "logger": False}
     tiny = dict(input_chunk_length=12, output_chunk_length=3, compression_rate=3, group_size=4,
                 d_model=8, n_heads=1, n_layers=1, dropout=0.1, resample_points=4,
-                batch_size=16, n_epochs=2, random_state=42, pl_trainer_kwargs=quiet)
+                batch_size=16, n_epochs=2, random_state=42,
+                pl_trainer_kwargs=quiet_trainer_kwargs())
     out = {}
     with tempfile.TemporaryDirectory() as work_dir:
         learned = ReinPatchModel(patcher="learned", work_dir=work_dir, **tiny).fit(series)
