@@ -1,20 +1,17 @@
-"""Persistence gives identical forecasts (issue #8, item 3).
+"""Persistence gives identical forecasts (issue #8, item 3): darts face.
 
 darts ``save``/``load``, ``load_weights`` and ``load_from_checkpoint`` (each also with
-``map_location="cpu"``, how a model saved on a GPU is loaded on a CPU), sktime ``pickle``,
-``save``/``load`` (in memory and on disk), and foundation patcher files.
+``map_location="cpu"``, how a model saved on a GPU is loaded on a CPU), and foundation patcher
+files. The sktime face's: tests/sktime/test_sktime_persistence.py.
 """
 
 from __future__ import annotations
-
-import pickle
 
 import numpy as np
 import pytest
 import torch
 from darts.utils.likelihood_models.torch import QuantileRegression
-from sktime.base import load as sktime_load
-from support import TINY_DARTS, assert_same_arrays, darts_series, sine_values, sktime_series
+from support import TINY_DARTS, assert_same_arrays, darts_series, sine_values
 
 from reinpatch_forecast import ReinPatchModel
 from reinpatch_forecast.foundation import load_patcher, save_patcher
@@ -75,36 +72,6 @@ def test_patch_boundaries_survive_save_load(make_model, series, tmp_path):
     model.save(path)
     np.testing.assert_array_equal(ReinPatchModel.load(path).patch_boundaries(series).starts,
                                   model.patch_boundaries(series).starts)
-
-
-@pytest.mark.parametrize("likelihood", [None, "quantile"])
-def test_sktime_pickle_and_save_load_identical(make_forecaster, tmp_path, likelihood):
-    extra = {} if likelihood is None else {"likelihood": "quantile", "quantiles": (0.1, 0.9),
-                                           "num_samples": 16}
-    y = sktime_series(sine_values(60))
-    forecaster = make_forecaster(patcher="learned", **extra).fit(y, fh=[1, 2, 3])
-
-    def forecasts(f):
-        out = {"point": f.predict().to_numpy()}
-        if likelihood is not None:
-            out["quantiles"] = f.predict_quantiles(alpha=[0.1, 0.9]).to_numpy()
-        return out
-
-    expected = forecasts(forecaster)
-    copies = {
-        "pickle": pickle.loads(pickle.dumps(forecaster)),
-        "save_in_memory": sktime_load(forecaster.save()),
-    }
-    forecaster.save(str(tmp_path / "forecaster"))
-    copies["save_to_disk"] = sktime_load(str(tmp_path / "forecaster"))
-    for name, copy in copies.items():
-        assert_same_arrays(forecasts(copy), expected, name)
-    # a reloaded forecaster keeps working: update then predict, like the original
-    new = sktime_series(sine_values(63))[-3:]
-    np.testing.assert_array_equal(
-        copies["save_to_disk"].update(new, update_params=False).predict().to_numpy(),
-        forecaster.update(new, update_params=False).predict().to_numpy(),
-    )
 
 
 def test_foundation_patcher_roundtrip(make_model, series, tmp_path):
