@@ -172,8 +172,8 @@ def import_benchmark(name: str):
 
 
 def import_test_module(name: str):
-    """Import ``tests/<name>.py`` (the synthetic tasks' generators and training loop)."""
-    tests = str(REPO / "tests")
+    """Import ``tests/nn/<name>.py`` (the synthetic tasks' generators and training loop)."""
+    tests = str(REPO / "tests" / "nn")
     if tests not in sys.path:
         sys.path.insert(0, tests)
     return importlib.import_module(name)

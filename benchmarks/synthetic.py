@@ -1,15 +1,15 @@
 """Synthetic tasks where boundary placement decides the error (issue target c): every policy
 against uniform patches, with the training loop of the synthetic tests.
 
-- ``spike``: the task of ``tests/test_grpg_learns.py`` (Gaussian noise with one spike of
+- ``spike``: the task of ``tests/nn/test_grpg_learns.py`` (Gaussian noise with one spike of
   random amplitude at a random position; the target is the amplitude). Tokens see only patch
   means and positions, so only boundaries around the spike help.
-- ``two_scale``: the task of ``tests/test_hierarchy_learns.py`` (level + slow sine + a spike
+- ``two_scale``: the task of ``tests/nn/test_hierarchy_learns.py`` (level + slow sine + a spike
   train every 8 steps + noise), at six top-level tokens: ``levels=1`` with R = 16 against
   ``levels=2`` with R = (4, 4), for every patcher.
 
 The batch generators, the networks' task settings and the GRPG loop
-(``tests/grpg_support.train_by_grpg``: Adam, backbone lr 1e-3, patcher lr 3e-3, one
+(``tests/nn/grpg_support.train_by_grpg``: Adam, backbone lr 1e-3, patcher lr 3e-3, one
 ``training_losses`` call per step) come from the tests; this script runs each variant for
 several seeds and reports the MSE on the tests' evaluation batch (2000 windows, seed 1234), the
 share of windows with a boundary within one step of the spike (spike task) and the decoded
@@ -44,7 +44,7 @@ VARIANTS = {
     "random": ("random", "offset", None),
     "offset": ("learned", "offset", None),
     "density": ("learned", "density", None),
-    # the spike test's setting (tests/test_grpg_learns.py: SPIKE_DENSITY)
+    # the spike test's setting (tests/nn/test_grpg_learns.py: SPIKE_DENSITY)
     "density [sigma 1]": ("learned", "density", {"density_knots": 4, "density_sigma": 1.0}),
     "topk": ("learned", "topk", None),
 }
@@ -153,9 +153,9 @@ def write_report(records: list[dict], out_dir: Path, steps: int, group: int,
     command = "python benchmarks/synthetic.py" + (" --quick" if quick else "")
     lines = [
         "# Synthetic tasks: policies against uniform patches", "", stamp(command),
-        f"Training: `tests/grpg_support.train_by_grpg` ({steps} steps, G = {group}); tasks, "
+        f"Training: `tests/nn/grpg_support.train_by_grpg` ({steps} steps, G = {group}); tasks, "
         "networks and the evaluation batch (2000 windows, seed 1234) as in "
-        "`tests/test_grpg_learns.py` (spike) and `tests/test_hierarchy_learns.py` "
+        "`tests/nn/test_grpg_learns.py` (spike) and `tests/nn/test_hierarchy_learns.py` "
         "(two_scale: levels=1 at R = 16 vs levels=2 at R = (4, 4), six top-level tokens "
         "each). MSE mean ± std over seeds; ratio = MSE / uniform's at the same levels; near "
         "spike = share of windows with a boundary within one step of the spike; grid distance "

@@ -1,4 +1,5 @@
-"""The training loop shared by the synthetic GRPG tasks (tests/test_*_learns.py)."""
+"""The training loop shared by the synthetic GRPG tasks (tests/nn/test_*_learns.py and
+benchmarks/synthetic.py)."""
 
 from __future__ import annotations
 
