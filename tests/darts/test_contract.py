@@ -10,9 +10,10 @@ from darts.utils.likelihood_models import GaussianLikelihood, QuantileRegression
 from torchmetrics import MeanAbsoluteError
 
 from reinpatch_forecast import ReinPatchModel
+from reinpatch_forecast._lightning import quiet_trainer_kwargs
 from reinpatch_forecast.darts import PatchBoundaries
 from reinpatch_forecast.foundation import save_patcher
-from reinpatch_forecast.nn import LearnedPatcher, ReinPatchConfig
+from reinpatch_forecast.nn import LearnedPatcher
 
 
 def test_importable_from_package_root():
@@ -67,10 +68,9 @@ def test_val_series_early_stopping_and_load_best(make_model, series):
     from pytorch_lightning.callbacks import EarlyStopping
 
     stopper = EarlyStopping(monitor="val_loss", patience=1, min_delta=10.0, mode="min")
-    trainer = {"accelerator": "cpu", "enable_progress_bar": False, "logger": False,
-               "enable_model_summary": False, "callbacks": [stopper]}
     model = make_model(n_epochs=20, save_checkpoints=True, model_name="es",
-                       pl_trainer_kwargs=trainer, force_reset=True)
+                       pl_trainer_kwargs=quiet_trainer_kwargs(callbacks=[stopper]),
+                       force_reset=True)
     model.fit(series[:180], val_series=series[150:], load_best=True)
     # min_delta is huge, so training stops after patience + 1 epochs, well before 20.
     assert model.epochs_trained <= 3
