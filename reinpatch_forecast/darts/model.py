@@ -17,17 +17,23 @@ documents every darts override it needs in place.
 
 from __future__ import annotations
 
+import contextlib
 import copyreg
 import os
 import signal
 import threading
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 import torch
 from darts import TimeSeries
 from darts.models.forecasting.pl_forecasting_module import PLForecastingModule, io_processor
-from darts.models.forecasting.torch_forecasting_model import PastCovariatesTorchModel
+from darts.models.forecasting.torch_forecasting_model import (
+    DEFAULT_DARTS_FOLDER,
+    INIT_MODEL_NAME,
+    PastCovariatesTorchModel,
+    _get_checkpoint_fname,
+)
 from darts.utils.data.torch_datasets.utils import (
     PLModuleInput,
     PLModuleOutput,
@@ -37,6 +43,7 @@ from darts.utils.data.torch_datasets.utils import (
 from darts.utils.likelihood_models.base import LikelihoodType
 from darts.utils.likelihood_models.torch import GaussianLikelihood
 from darts.utils.serialization import add_safe_globals
+from lightning_fabric.plugins.io.torch_io import TorchCheckpointIO
 
 from ..patcher_io import patcher_from_state, resolve_patcher_state
 from ..nn import DEFAULT_POLICY, PATCHER_NAMES, LearnedPatcher, ReinPatchConfig, ReinPatchNetwork
@@ -55,6 +62,7 @@ from ..validation import (
     load_error,
 )
 from .boundaries import PatchBoundaries
+from .checkpoints import AtomicCheckpointIO
 from .rewards import elementwise_loss
 
 __all__ = ["ReinPatchModel", "PatchBoundaries"]
@@ -171,6 +179,23 @@ class _ReinPatchModule(PLForecastingModule):
             self.optimizer_cls = optimizer_cls
 
 
+@contextlib.contextmanager
+def _explained_load_errors(path: str) -> Iterator[None]:
+    """Turn a low-level error of reading the intact file ``path`` into :func:`load_error`'s.
+
+    A missing file, a ``ValueError`` and darts' own errors (an unregistered class, parameters
+    that do not match) already say what to do, and pass unchanged.
+    """
+    try:
+        yield
+    except FileNotFoundError:
+        raise
+    except Exception as error:
+        if type(error).__module__.startswith("darts") or isinstance(error, ValueError):
+            raise
+        raise load_error(path, error) from error
+
+
 def _as_float32(series):
     if series is None:
         return None
@@ -208,6 +233,12 @@ class ReinPatchModel(PastCovariatesTorchModel):
         <https://unit8co.github.io/darts/generated_api/darts.models.forecasting.torch_forecasting_model.html>`_.
         ``use_reversible_instance_norm`` is not accepted: the network normalises every series
         itself.
+
+    Notes
+    -----
+    With ``save_checkpoints=True``, checkpoints are written to a temporary file beside them and
+    renamed into place (:class:`~reinpatch_forecast.darts.checkpoints.AtomicCheckpointIO`): a
+    process killed at any moment leaves the previous checkpoints loadable.
 
     Examples
     --------
@@ -477,6 +508,15 @@ class ReinPatchModel(PastCovariatesTorchModel):
         finally:
             vars(self).pop("_predicting", None)
 
+    # Overridden because darts lacks atomic checkpoint files: its default checkpoint plugin is
+    # replaced by the atomic one (the same safe loading); a user's own plugin is kept.
+    @staticmethod
+    def _init_trainer(trainer_params: dict, max_epochs: int | None = None):
+        plugins = list(trainer_params.get("plugins") or [])
+        if not any(isinstance(plugin, TorchCheckpointIO) for plugin in plugins):
+            trainer_params = {**trainer_params, "plugins": plugins + [AtomicCheckpointIO()]}
+        return PastCovariatesTorchModel._init_trainer(trainer_params, max_epochs)
+
     def _setup_trainer(self, trainer, model, verbose=None, epochs=0):
         built = super()._setup_trainer(trainer, model, verbose, epochs)
         if trainer is not None or not self._predicting:
@@ -518,15 +558,9 @@ class ReinPatchModel(PastCovariatesTorchModel):
         """
         path = os.fspath(path)
         cls._check_saved_files(path)
-        try:
+        with _explained_load_errors(path):
             model = super().load(path, pl_trainer_kwargs=pl_trainer_kwargs, trusted=trusted,
                                  **kwargs)
-        except FileNotFoundError:
-            raise
-        except Exception as error:
-            if type(error).__module__.startswith("darts") or isinstance(error, ValueError):
-                raise  # darts' own errors (e.g. an unregistered class) say what to do
-            raise load_error(path, error) from error
         if not isinstance(model, ReinPatchModel):
             raise ValueError(
                 f"{path!r} holds a {type(model).__name__}, not a ReinPatchModel: load it with "
@@ -542,14 +576,50 @@ class ReinPatchModel(PastCovariatesTorchModel):
         """
         path = os.fspath(path)
         self._check_saved_files(path)
-        try:
+        with _explained_load_errors(path):
             super().load_weights(path, *args, **kwargs)
-        except FileNotFoundError:
-            raise
-        except Exception as error:
-            if type(error).__module__.startswith("darts") or isinstance(error, ValueError):
-                raise  # darts' checks (e.g. parameters that do not match) are clear
-            raise load_error(path, error) from error
+
+    # As load: a message naming a truncated or corrupted checkpoint, before darts reads it.
+    @staticmethod
+    def load_from_checkpoint(model_name: str, work_dir: str | None = None,
+                             file_name: str | None = None, best: bool = True,
+                             trusted: bool = False, **kwargs) -> "ReinPatchModel":
+        """Load a checkpoint written with ``save_checkpoints=True``; see darts'
+        ``TorchForecastingModel.load_from_checkpoint``.
+
+        ``best=False`` loads the most recent checkpoint (to resume training: ``fit(series,
+        epochs=E)`` then trains until ``E`` epochs in all, counting the checkpoint's).
+
+        Raises
+        ------
+        FileNotFoundError
+            If the model's folder holds no such checkpoint.
+        ValueError
+            If the checkpoint or the model file beside it is truncated or corrupted (the
+            message names the file), or is not a ``ReinPatchModel``'s.
+        """
+        if work_dir is None:
+            work_dir = os.path.join(os.getcwd(), DEFAULT_DARTS_FOLDER)
+        if file_name is None:  # resolved once here, so darts loads the file checked
+            file_name = _get_checkpoint_fname(work_dir, model_name, best=best)
+        folder = os.path.join(work_dir, model_name)
+        path = os.path.join(folder, "checkpoints", file_name)
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"No checkpoint at {path!r}.")
+        check_saved_file(path, "checkpoint")
+        if os.path.exists(os.path.join(folder, INIT_MODEL_NAME)):
+            check_saved_file(os.path.join(folder, INIT_MODEL_NAME), "model file of the checkpoints")
+        with _explained_load_errors(path):
+            model = PastCovariatesTorchModel.load_from_checkpoint(
+                model_name, work_dir=work_dir, file_name=file_name, best=best, trusted=trusted,
+                **kwargs,
+            )
+        if not isinstance(model, ReinPatchModel):
+            raise ValueError(
+                f"The checkpoints of {model_name!r} hold a {type(model).__name__}, not a "
+                f"ReinPatchModel: load them with {type(model).__name__}.load_from_checkpoint."
+            )
+        return model
 
     @staticmethod
     def _check_saved_files(path: str) -> None:
