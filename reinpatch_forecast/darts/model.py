@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import contextlib
 import copyreg
+import datetime
 import os
 import signal
 import threading
+import uuid
 from typing import Any, Iterator, Sequence
 
 import numpy as np
@@ -196,6 +198,12 @@ def _explained_load_errors(path: str) -> Iterator[None]:
         raise load_error(path, error) from error
 
 
+def _default_model_name() -> str:
+    """darts' default model name made unique with 8 random hex digits (class notes)."""
+    now = datetime.datetime.now().strftime("%Y-%m-%d_%H_%M_%S")
+    return f"{now}_torch_model_run_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+
+
 def _as_float32(series):
     if series is None:
         return None
@@ -236,6 +244,13 @@ class ReinPatchModel(PastCovariatesTorchModel):
 
     Notes
     -----
+    Without a ``model_name``, every model gets its own: darts' default
+    (``"<date>_<time to the second>_torch_model_run_<pid>"``) followed by ``"_"`` and 8 random
+    hex digits. darts' name alone is shared by all models a process creates within one second
+    (and by processes with the same pid in different containers), and such models, with
+    ``save_checkpoints=True`` in one ``work_dir``, overwrite each other's checkpoints. A given
+    ``model_name`` is used as it is; ``untrained_model()`` and clones get a new default name.
+
     With ``save_checkpoints=True``, checkpoints are written to a temporary file beside them and
     renamed into place (:class:`~reinpatch_forecast.darts.checkpoints.AtomicCheckpointIO`): a
     process killed at any moment leaves the previous checkpoints loadable.
@@ -282,7 +297,11 @@ class ReinPatchModel(PastCovariatesTorchModel):
                 "do not pass use_reversible_instance_norm. Use revin_affine=True for a learned "
                 "affine map."
             )
-        super().__init__(**self._extract_torch_model_params(**self.model_params))
+        torch_params = self._extract_torch_model_params(**self.model_params)
+        if torch_params.get("model_name") is None:
+            # not in model_params, so that untrained_model() and clones draw a name of their own
+            torch_params["model_name"] = _default_model_name()
+        super().__init__(**torch_params)
         self.pl_module_params = self._extract_pl_module_params(**self.model_params)
         # A patcher object or file becomes a plain state (tensors and primitives), so that the
         # model pickles and darts can load it without trusting arbitrary classes.
