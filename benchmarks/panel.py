@@ -27,14 +27,17 @@ python benchmarks/panel.py --series 60 --fit-series 20 --sizes 20 60 --repeats 1
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import resource
+import statistics
 import sys
 import tempfile
 import time
 import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -42,13 +45,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import (RESULTS, git_commit, median_seconds, set_threads, utc_now,  # noqa: E402
-                     write_csv, write_markdown)
+from _common import (RESULTS, git_commit, set_threads, utc_now, write_csv,  # noqa: E402
+                     write_markdown)
 
 # Imported before quiet_lightning runs: importing Lightning sets its loggers' level.
 from darts import TimeSeries  # noqa: E402
 from darts.models import DLinearModel  # noqa: E402
-from darts.utils.data.torch_datasets.utils import PLModuleInput  # noqa: E402
 
 from reinpatch_forecast import ReinPatchModel  # noqa: E402
 from reinpatch_forecast._lightning import quiet_lightning, quiet_trainer_kwargs  # noqa: E402
@@ -59,8 +61,8 @@ PREDICT_BATCH = 512
 #: Panel prefixes forecast by default (the whole panel is always one of them).
 DEFAULT_SIZES = (500, 1000, 2500)
 FIELDS = ["model", "series", "predict_seconds", "ms_per_series", "network_seconds",
-          "rest_ms_per_series", "rss_before_mb", "predict_peak_rss_mb", "fit_seconds",
-          "fit_series"]
+          "rest_ms_per_series", "wrapper_ms_per_series", "rss_before_mb", "predict_peak_rss_mb",
+          "fit_seconds", "fit_series"]
 
 
 @dataclass
@@ -73,6 +75,7 @@ class Row:
     ms_per_series: float
     network_seconds: float
     rest_ms_per_series: float
+    wrapper_ms_per_series: float | None
     rss_before_mb: float
     predict_peak_rss_mb: float | None
     fit_seconds: float
@@ -132,58 +135,98 @@ def reset_peak_rss() -> bool:
         return False
 
 
-def network_seconds(model, panel: list[TimeSeries], repeats: int) -> float:
-    """Median time of the fitted model's Lightning module over the last input windows of
-    ``panel``, in batches of :data:`PREDICT_BATCH` (the forward pass ``predict`` makes)."""
-    module = model.model
-    windows = np.stack([s.values(copy=False)[-LOOKBACK:] for s in panel])  # (S, L, 1)
-    batches = torch.as_tensor(windows, dtype=module.dtype).split(PREDICT_BATCH)
-    was_training = module.training
-    module.eval()
+class NetworkClock:
+    """Adds up the time a fitted model's network spends inside ``predict`` calls.
 
-    def forward() -> None:
-        with torch.inference_mode():
-            for x in batches:  # (b, L, 1): the past target only, as darts' predict gives it
-                module._produce_predict_output(PLModuleInput(past_target=x))
+    It wraps the module's ``_produce_predict_output``, the one call through which darts'
+    prediction step runs the network (forward pass and, with a likelihood, sampling), so the
+    remainder of a ``predict`` is everything around the network.
+    """
 
-    try:
-        return median_seconds(forward, repeats, warmup=1)
-    finally:
-        # as Lightning's predict loop does: darts' default loss module is one object shared by
-        # every model of the process, and would stay in eval mode for the next model's fit
-        module.train(was_training)
+    def __init__(self, model) -> None:
+        self.module = model.model
+        self.seconds = 0.0
+        original = self.module._produce_predict_output
+
+        def timed(x):
+            began = time.perf_counter()
+            try:
+                return original(x)
+            finally:
+                self.seconds += time.perf_counter() - began
+
+        self.module._produce_predict_output = timed  # an instance attribute shadows the method
+
+    def time(self, call) -> tuple[float, float]:
+        """Wall seconds of ``call()`` and the network's seconds within it."""
+        self.seconds = 0.0
+        began = time.perf_counter()
+        call()
+        return time.perf_counter() - began, self.seconds
+
+    def close(self) -> None:
+        del self.module._produce_predict_output
 
 
-def measure(name: str, panel: list[TimeSeries], fit_count: int, sizes: list[int],
-            repeats: int, epochs: int, work_dir: str) -> list[Row]:
-    """Fit ``name`` on a sample of ``fit_count`` series, then time the forecasts of the first
-    ``size`` series of the panel for each of ``sizes``."""
+def fit(name: str, panel: list[TimeSeries], fit_count: int, epochs: int, work_dir: str):
+    """The model ``name`` fitted on a seeded sample of ``fit_count`` series, and the seconds."""
     chosen = np.random.default_rng(1).choice(len(panel), fit_count, replace=False)
-    sample = [panel[i] for i in chosen]
     model = build(name, work_dir, epochs)
     began = time.perf_counter()
-    model.fit(sample, verbose=False)
-    fit_seconds = time.perf_counter() - began
-    rows = []
-    for size in sizes:
-        part = panel[:size]
+    model.fit([panel[i] for i in chosen], verbose=False)
+    return model, time.perf_counter() - began
 
-        def predict() -> None:
-            model.predict(HORIZON, series=part, batch_size=PREDICT_BATCH, verbose=False)
 
+def measure(models: dict[str, tuple[Any, float]], panel: list[TimeSeries], size: int,
+            repeats: int, fit_count: int) -> list[Row]:
+    """Forecasts of the first ``size`` series by every fitted model.
+
+    Each model's first call (a warm-up) gives the peak memory of one call; then the models
+    take turns, ``repeats`` rounds, so that a slow spell of the shared machine hits them alike.
+    ReinPatch is also timed through darts' own ``predict`` on the same model (its wrapper's
+    checks skipped): the difference is what the wrapper adds.
+    """
+    part = panel[:size]
+    clocks = {name: NetworkClock(model) for name, (model, _) in models.items()}
+    calls = {name: functools.partial(model.predict, HORIZON, series=part,
+                                     batch_size=PREDICT_BATCH, verbose=False)
+             for name, (model, _) in models.items()}
+    if "ReinPatch" in models:
+        calls["darts' predict of ReinPatch"] = functools.partial(
+            super(ReinPatchModel, models["ReinPatch"][0]).predict, HORIZON, series=part,
+            batch_size=PREDICT_BATCH, verbose=False)
+        clocks["darts' predict of ReinPatch"] = clocks["ReinPatch"]
+    memory = {}
+    for name in models:
         gc.collect()
         before = status_mb("VmRSS")
         can_reset = reset_peak_rss()
-        seconds = median_seconds(predict, repeats, warmup=1)
-        peak = status_mb("VmHWM") if can_reset else None
-        forward = network_seconds(model, part, repeats)
+        calls[name]()
+        memory[name] = (before, status_mb("VmHWM") if can_reset else None)
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in calls}
+    try:
+        for _ in range(repeats):
+            for name, call in calls.items():
+                times[name].append(clocks[name].time(call))
+    finally:
+        for clock in set(clocks.values()):
+            clock.close()
+    rows = []
+    for name, (_, fit_seconds) in models.items():
+        seconds = statistics.median(t for t, _ in times[name])
+        network = statistics.median(n for _, n in times[name])
+        rest = statistics.median(t - n for t, n in times[name])
+        wrapper = None
+        if name == "ReinPatch":
+            darts_own = statistics.median(t for t, _ in times["darts' predict of ReinPatch"])
+            wrapper = 1000 * (seconds - darts_own) / size
         rows.append(Row(model=name, series=size, predict_seconds=seconds,
-                        ms_per_series=1000 * seconds / size, network_seconds=forward,
-                        rest_ms_per_series=1000 * (seconds - forward) / size,
-                        rss_before_mb=before, predict_peak_rss_mb=peak,
+                        ms_per_series=1000 * seconds / size, network_seconds=network,
+                        rest_ms_per_series=1000 * rest / size, wrapper_ms_per_series=wrapper,
+                        rss_before_mb=memory[name][0], predict_peak_rss_mb=memory[name][1],
                         fit_seconds=fit_seconds, fit_series=fit_count))
-        print(f"[panel] {name}: {size} series in {seconds:.2f} s "
-              f"({rows[-1].ms_per_series:.3f} ms/series; network {forward:.2f} s)", flush=True)
+        print(f"[panel] {name}: {size} series in {seconds:.2f} s ({rows[-1].ms_per_series:.3f} "
+              f"ms/series; network {network:.2f} s)", flush=True)
     return rows
 
 
@@ -203,17 +246,19 @@ def linear_fit(rows: list[Row], field: str = "predict_seconds") -> dict[str, flo
             "worst_gap": float(gap.max())}
 
 
-def write(rows: list[Row], command: str, threads: int, panel_size: int, process_peak: float,
-          out_dir: Path) -> dict[str, dict[str, float]]:
+def write(rows: list[Row], command: str, threads: int, repeats: int, panel_size: int,
+          process_peak: float, out_dir: Path) -> dict[str, dict[str, float]]:
     """panel.md and panel.csv; returns each model's :func:`linear_fit` of predict and rest."""
     commit, date = git_commit(), utc_now()
+    order = list(dict.fromkeys(r.model for r in rows))
+    rows = sorted(rows, key=lambda r: (order.index(r.model), r.series))
     write_csv(out_dir / "panel.csv", [asdict(r) for r in rows], FIELDS, commit, date)
     by_model: dict[str, list[Row]] = {}
     for row in rows:
         by_model.setdefault(row.model, []).append(row)
     fits = {}
     for name, model_rows in by_model.items():
-        rest = [Row(**{**asdict(r), "predict_seconds": r.predict_seconds - r.network_seconds})
+        rest = [Row(**{**asdict(r), "predict_seconds": r.rest_ms_per_series * r.series / 1000})
                 for r in model_rows]
         fits[name] = {"predict": linear_fit(model_rows), "rest": linear_fit(rest)}
     lines = [
@@ -228,24 +273,30 @@ def write(rows: list[Row], command: str, threads: int, panel_size: int, process_
         f"globally on a sample of {rows[0].fit_series} of them (lookback {LOOKBACK}, horizon "
         f"{HORIZON}), then forecasts {HORIZON} steps of the first *n* series of the panel in "
         f"one `model.predict(n={HORIZON}, series=[...], batch_size={PREDICT_BATCH})` call "
-        "(medians after a warm-up). *network*: the Lightning module's forward pass over the "
-        "same windows in the same batches, timed alone; *rest*: predict minus network: what "
-        "darts and the model's wrapper spend on the series (checks, datasets, batching, the "
-        "output `TimeSeries`). ReinPatch: d_model 16, one layer, compression rate 4 (6 "
-        "tokens), the learned patcher. DLinear: darts' `DLinearModel` with RevIN. Memory: RSS "
-        "(`/proc/self/status`, MiB) just before the predict calls, and their peak (`VmHWM`, "
-        "reset before them through `/proc/self/clear_refs`).",
+        f"(medians of {repeats} calls after a warm-up, the models taking turns). *network*: "
+        "the time the network itself takes inside those calls (the module's "
+        "`_produce_predict_output`, timed as it runs); *rest*: predict minus network, what "
+        "darts and the model's wrapper spend on the series (checks, datasets, batching, "
+        "collation, the output `TimeSeries`); *wrapper*: ReinPatch's predict minus darts' "
+        "own `predict` called on the same model (the input checks and float32 cast that "
+        "`ReinPatchModel.predict` adds; a difference of two medians, so noisy). ReinPatch: "
+        "d_model 16, one layer, compression rate 4 (6 tokens), the learned patcher. DLinear: "
+        "darts' `DLinearModel` with RevIN. Memory: RSS (`/proc/self/status`, MiB) just before "
+        "the model's first call, and the peak of that call (`VmHWM`, reset before it through "
+        "`/proc/self/clear_refs`).",
         "",
         "| model | series | predict (s) | ms / series | network (s) | rest (ms / series) | "
-        "RSS before (MB) | peak RSS of the predict (MB) | fit (s) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "wrapper (ms / series) | RSS before (MB) | peak RSS of the predict (MB) | fit (s) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         peak = "–" if row.predict_peak_rss_mb is None else f"{row.predict_peak_rss_mb:.0f}"
+        wrapper = ("–" if row.wrapper_ms_per_series is None
+                   else f"{row.wrapper_ms_per_series:+.3f}")
         lines.append(f"| {row.model} | {row.series:,} | {row.predict_seconds:.2f} | "
                      f"{row.ms_per_series:.3f} | {row.network_seconds:.3f} | "
-                     f"{row.rest_ms_per_series:.3f} | {row.rss_before_mb:.0f} | {peak} | "
-                     f"{row.fit_seconds:.1f} |")
+                     f"{row.rest_ms_per_series:.3f} | {wrapper} | {row.rss_before_mb:.0f} | "
+                     f"{peak} | {row.fit_seconds:.1f} |")
     lines += ["", "## Scaling: a line through the predict times", "",
               "`predict seconds = fixed + per series x n`, fitted by least squares over the "
               "sizes above; *worst gap*: the largest distance of a measured time from the line, "
@@ -262,10 +313,13 @@ def write(rows: list[Row], command: str, threads: int, panel_size: int, process_
                      f"{large.series / small.series:.1f} |")
     if {"ReinPatch", "DLinear"} <= fits.keys():
         ours, theirs = fits["ReinPatch"]["rest"], fits["DLinear"]["rest"]
+        whole = by_model["ReinPatch"][-1]
         lines += ["", f"Per series, beyond its network, ReinPatch's predict costs "
                   f"{ours['per_series_ms']:.3f} ms and DLinear's {theirs['per_series_ms']:.3f} ms "
                   f"(darts' own per-series cost: DLinear's network is a few linear maps): a ratio "
-                  f"of {ours['per_series_ms'] / theirs['per_series_ms']:.2f}."]
+                  f"of {ours['per_series_ms'] / theirs['per_series_ms']:.2f} (slopes of the rest). "
+                  f"ReinPatch's own wrapper adds {whole.wrapper_ms_per_series:+.3f} ms per series "
+                  f"at {whole.series:,} series."]
     lines += ["", f"Peak RSS of the whole process (imports, panel, both fits and every "
               f"predict; `ru_maxrss`): {process_peak:.0f} MB."]
     write_markdown(out_dir / "panel.md", lines, echo=True)
@@ -282,7 +336,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--models", nargs="+", choices=["ReinPatch", "DLinear"],
                         default=["ReinPatch", "DLinear"])
     parser.add_argument("--epochs", type=int, default=2)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     parser.add_argument("--out-dir", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
@@ -297,9 +351,14 @@ def main(argv: list[str] | None = None) -> None:
     with quiet_lightning(), warnings.catch_warnings(), tempfile.TemporaryDirectory() as work:
         # darts' notice that a model without validation data has no val_loss to checkpoint
         warnings.filterwarnings("ignore", message=".*could not find the monitored key.*")
-        for name in args.models:
-            rows += measure(name, panel, args.fit_series, sizes, args.repeats, args.epochs, work)
-    write(rows, command.strip(), args.threads, args.series, process_peak_mb(), args.out_dir)
+        models = {name: fit(name, panel, args.fit_series, args.epochs, work)
+                  for name in args.models}
+        for name, (_, seconds) in models.items():
+            print(f"[panel] {name}: fitted on {args.fit_series} series in {seconds:.1f} s")
+        for size in sizes:
+            rows += measure(models, panel, size, args.repeats, args.fit_series)
+    write(rows, command.strip(), args.threads, args.repeats, args.series, process_peak_mb(),
+          args.out_dir)
 
 
 if __name__ == "__main__":
