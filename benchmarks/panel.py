@@ -4,23 +4,24 @@ for the whole panel in one darts ``predict`` call, against darts' own DLinearMod
 The panel holds ``--series`` univariate hourly series (5,000 by default) of 48 to 120 steps,
 each a noisy sine of its own period, level, scale and trend (float32: no cast on the way in).
 Both models train globally on a sample of ``--fit-series`` of them (200), then forecast ``H``
-steps of 500 and of every series in one ``predict(n, series=[...])`` call.
+steps of the first 500, 1,000, 2,500 and all series, each in one ``predict(n, series=[...])``
+call.
 
-What is measured, per model:
+What is measured, per model and number of series:
 
-- the time of one ``predict`` of the whole panel, and of the first 500 series (medians over
-  ``--repeats`` after a warm-up): per-series time should not grow with the panel (linear);
-- the peak resident memory (``VmHWM`` of ``/proc/self/status``) of the process and, where the
-  kernel lets a process reset it (``/proc/self/clear_refs``), of the whole-panel predict alone;
-- the network's own share: the module's forward pass over the same windows in batches of the
-  same size, timed alone. ``predict`` minus that share is what darts and the model's wrapper
-  spend per series (datasets, batching, the output ``TimeSeries``). DLinear's network is a few
-  linear maps, so DLinear's remainder is darts' own per-series cost; ReinPatch's remainder
-  should match it ("no per-series Python overhead beyond darts' own").
+- the time of the ``predict`` call (the fastest of ``--repeats`` after a warm-up, the models
+  taking turns), and a line through those times: the per-series cost and how far from linear;
+- the network's share of it, timed inside the call; the rest is what darts and the model's
+  wrapper spend per series (checks, datasets, batching, the output ``TimeSeries``). DLinear's
+  network is a few linear maps, so its rest is darts' own per-series cost, which ReinPatch's
+  rest should match ("no per-series Python overhead beyond darts' own");
+- ReinPatch's wrapper alone: its ``predict`` against darts' ``predict`` on the same model;
+- the peak resident memory of one call (``VmHWM`` of ``/proc/self/status``, reset before it
+  through ``/proc/self/clear_refs``) and of the whole process (``ru_maxrss``).
 
 Writes ``benchmarks/results/panel.md`` and ``panel.csv`` (with the commit and the date).
 
-python benchmarks/panel.py                                        # about 5 minutes on a busy core
+python benchmarks/panel.py                         # about 2 minutes on a busy core
 python benchmarks/panel.py --series 60 --fit-series 20 --sizes 20 60 --repeats 1 --out-dir /tmp/p
 """
 
@@ -30,7 +31,6 @@ import argparse
 import functools
 import gc
 import resource
-import statistics
 import sys
 import tempfile
 import time
@@ -214,13 +214,16 @@ def measure(models: dict[str, tuple[Any, float]], panel: list[TimeSeries], size:
         for clock in set(clocks.values()):
             clock.close()
     rows = []
+    # The fastest call, not the median: with other runs on the cores for minutes at a time,
+    # medians of the same call moved by half between two runs; the fastest call is the one
+    # they slowed least.
     for name, (_, fit_seconds) in models.items():
-        seconds = statistics.median(t for t, _ in times[name])
-        network = statistics.median(n for _, n in times[name])
-        rest = statistics.median(t - n for t, n in times[name])
+        seconds = min(t for t, _ in times[name])
+        network = min(n for _, n in times[name])
+        rest = min(t - n for t, n in times[name])
         wrapper = None
         if name == "ReinPatch":
-            darts_own = statistics.median(t for t, _ in times["darts' predict of ReinPatch"])
+            darts_own = min(t for t, _ in times["darts' predict of ReinPatch"])
             wrapper = 1000 * (seconds - darts_own) / size
         rows.append(Row(model=name, series=size, predict_seconds=seconds,
                         ms_per_series=1000 * seconds / size, network_seconds=network,
@@ -275,13 +278,14 @@ def write(rows: list[Row], command: str, threads: int, repeats: int, panel_size:
         f"globally on a sample of {rows[0].fit_series} of them (lookback {LOOKBACK}, horizon "
         f"{HORIZON}), then forecasts {HORIZON} steps of the first *n* series of the panel in "
         f"one `model.predict(n={HORIZON}, series=[...], batch_size={PREDICT_BATCH})` call "
-        f"(medians of {repeats} calls after a warm-up, the models taking turns). *network*: "
+        f"(the fastest of {repeats} calls after a warm-up, the models taking turns: the call "
+        "other runs slowed least). *network*: "
         "the time the network itself takes inside those calls (the module's "
         "`_produce_predict_output`, timed as it runs); *rest*: predict minus network, what "
         "darts and the model's wrapper spend on the series (checks, datasets, batching, "
         "collation, the output `TimeSeries`); *wrapper*: ReinPatch's predict minus darts' "
         "own `predict` called on the same model (the input checks and float32 cast that "
-        "`ReinPatchModel.predict` adds; a difference of two medians, so noisy). ReinPatch: "
+        "`ReinPatchModel.predict` adds; a difference of two timings, so noisy). ReinPatch: "
         "d_model 16, one layer, compression rate 4 (6 tokens), the learned patcher. DLinear: "
         "darts' `DLinearModel` with RevIN. Memory: RSS (`/proc/self/status`, MiB) just before "
         "the model's first call, and the peak of that call (`VmHWM`, reset before it through "
