@@ -1,15 +1,17 @@
 """Pure helpers of the benchmark scripts (benchmarks/_common.py, boundaries.py, compression.py,
-synthetic.py): patch statistics, seed aggregation, sharding, timing and commit stamps, generated
-data, plans."""
+synthetic.py, soak.py, panel.py): patch statistics, seed aggregation, sharding, timing and commit
+stamps, generated data, plans, growth and scaling fits; and a tiny run of soak.py and panel.py."""
 
 from __future__ import annotations
 
+import csv
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from support import run_script
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
@@ -193,3 +195,70 @@ def test_synthetic_summary_ratio_per_levels(synthetic):
     assert ratios[(1, "density")] == pytest.approx(0.5)
     assert ratios[(2, "density")] == pytest.approx(1.5)
     assert rows[0]["near_spike"] is None
+
+
+# -- soak and panel (issue 18): a smoke run of each script, and their pure helpers ------------
+
+
+@pytest.fixture(scope="module")
+def soak(common):
+    return common.import_benchmark("soak")
+
+
+@pytest.fixture(scope="module")
+def panel(common):
+    return common.import_benchmark("panel")
+
+
+def test_soak_growth_counts_from_cycle_20_and_fits_the_trend(soak):
+    def sample(cycle, rss, fds=5):
+        return soak.Sample("quiet", cycle, rss, rss, fds, 1000 + cycle, cycle, 0.1)
+
+    # the first cycles' growth (caches) does not count; later RSS rises 1 MB per 10 cycles
+    samples = [sample(0, 100.0), sample(10, 150.0)] + [sample(c, 150.0 + (c - 20) / 10)
+                                                       for c in range(20, 210, 10)]
+    grown = soak.growth(samples)
+    assert (grown["from_cycle"], grown["to_cycle"]) == (20, 200)
+    assert grown["rss_mb"] == pytest.approx(18.0)
+    assert grown["rss_slope_mb_per_100"] == pytest.approx(10.0)
+    assert grown["met"] and grown["open_fds"] == 0
+    samples[-1] = sample(200, 168.0, fds=6)  # one descriptor more than at cycle 20
+    assert not soak.growth(samples)["met"]
+
+
+def test_soak_script_smoke(tmp_path):
+    run_script(BENCHMARKS / "soak.py", "--cycles", "4", "--every", "2", "--out-dir",
+               str(tmp_path))
+    with (tmp_path / "soak.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert [(r["variant"], int(r["cycle"])) for r in rows] == [
+        (v, c) for v in ("quiet", "checkpoints") for c in (0, 2, 4)]
+    assert all(float(r["rss_mb"]) > 0 and int(r["open_fds"]) >= 3 and r["commit"] and r["date"]
+               for r in rows)
+    report = (tmp_path / "soak.md").read_text()
+    assert "| quiet |" in report and "| checkpoints |" in report and "0 → 4" in report
+
+
+def test_panel_linear_fit_of_a_line_and_of_a_bend(panel):
+    def row(series, seconds):
+        return panel.Row("m", series, seconds, 0.0, 0.0, 0.0, None, 0.0, None, 0.0, 1)
+
+    line = panel.linear_fit([row(n, 0.05 + 2e-4 * n) for n in (500, 1000, 2500, 5000)])
+    assert line["per_series_ms"] == pytest.approx(0.2)
+    assert line["fixed_s"] == pytest.approx(0.05)
+    assert line["worst_gap"] == pytest.approx(0.0, abs=1e-9)
+    bent = panel.linear_fit([row(n, 1e-7 * n * n) for n in (500, 1000, 2500, 5000)])
+    assert bent["worst_gap"] > 0.2
+
+
+def test_panel_script_smoke(tmp_path):
+    run_script(BENCHMARKS / "panel.py", "--series", "40", "--fit-series", "10", "--sizes", "10",
+               "40", "--repeats", "1", "--epochs", "1", "--out-dir", str(tmp_path))
+    with (tmp_path / "panel.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert [(r["model"], int(r["series"])) for r in rows] == [
+        (m, n) for m in ("ReinPatch", "DLinear") for n in (10, 40)]
+    assert all(float(r["predict_seconds"]) > float(r["network_seconds"]) > 0 for r in rows)
+    assert all((r["wrapper_ms_per_series"] != "") == (r["model"] == "ReinPatch") for r in rows)
+    report = (tmp_path / "panel.md").read_text()
+    assert "ReinPatch's own wrapper adds" in report and "| DLinear |" in report
