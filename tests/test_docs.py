@@ -36,7 +36,8 @@ def test_sphinx_build_has_no_warnings(tmp_path):
     assert result.returncode == 0, f"sphinx-build failed:\n{result.stdout}\n{result.stderr}"
     html = tmp_path / "html"
     for page in ("index", "quickstart_darts", "quickstart_sktime", "method", "foundation",
-                 "choosing_parameters", "benchmarks", "cli", "api", "architecture"):
+                 "choosing_parameters", "benchmarks", "cli", "api", "architecture",
+                 "reliability"):
         assert (html / f"{page}.html").is_file(), page
     assert (html / "_images" / "segmentation.png").is_file()
     api = (html / "api.html").read_text(encoding="utf-8")
