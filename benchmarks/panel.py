@@ -19,7 +19,9 @@ What is measured, per model and number of series:
 - the peak resident memory of one call (``VmHWM`` of ``/proc/self/status``, reset before it
   through ``/proc/self/clear_refs``) and of the whole process (``ru_maxrss``).
 
-Writes ``benchmarks/results/panel.md`` and ``panel.csv`` (with the commit and the date).
+Writes ``benchmarks/results/panel.md`` and ``panel.csv`` (with the commit and the date). No run
+cache (``*_runs.jsonl``): the models are timed in turns in one process, and a resumed run would
+compare times taken under different loads.
 
 python benchmarks/panel.py                         # about 2 minutes on a busy core
 python benchmarks/panel.py --series 60 --fit-series 20 --sizes 20 60 --repeats 1 --out-dir /tmp/p

@@ -22,7 +22,9 @@ The verdict compares cycle 20 with the last: the first cycles fill caches that s
 imports' lazy modules, torch's allocator pools, Lightning's registries), so growth is measured
 from cycle 20. Target: under 50 MB of RSS and no descriptor growth.
 
-Writes ``benchmarks/results/soak.md`` and ``soak.csv`` (with the commit and the date).
+Writes ``benchmarks/results/soak.md`` and ``soak.csv`` (with the commit and the date). Unlike
+the other scripts it keeps no run cache (``*_runs.jsonl``): what it measures is one process, so
+a stopped soak starts again.
 
 python benchmarks/soak.py                 # 200 cycles of each variant (about 4 minutes)
 python benchmarks/soak.py --cycles 20 --every 5 --variants quiet --out-dir /tmp/soak  # smoke
