@@ -231,6 +231,9 @@ class ReinPatchModel(MixedCovariatesTorchModel):
     output_chunk_shift
         Steps between the end of the input and the start of the output.
     %(options)s
+    use_static_covariates
+        Use the static covariates of the series (an embedding added to every token) when they
+        have any; ``False`` ignores them.
     **kwargs
         Every argument of darts' ``TorchForecastingModel`` (``batch_size``, ``n_epochs``,
         ``likelihood``, ``loss_fn``, ``optimizer_kwargs``, ``lr_scheduler_cls``,
@@ -274,6 +277,7 @@ class ReinPatchModel(MixedCovariatesTorchModel):
         group_size: int = TrainingOptions.group_size,
         kl_coef: float = TrainingOptions.kl_coef,
         patcher_lr: float | None = TrainingOptions.patcher_lr,
+        use_static_covariates: bool = True,
         **kwargs,
     ) -> None:
         if kwargs.get("use_reversible_instance_norm"):
@@ -284,6 +288,7 @@ class ReinPatchModel(MixedCovariatesTorchModel):
             )
         super().__init__(**self._extract_torch_model_params(**self.model_params))
         self.pl_module_params = self._extract_pl_module_params(**self.model_params)
+        self._considers_static_covariates = use_static_covariates
         # A patcher object or file becomes a plain state (tensors and primitives), so that the
         # model pickles and darts can load it without trusting arbitrary classes.
         self._foundation_state: dict | None = None
@@ -493,6 +498,19 @@ class ReinPatchModel(MixedCovariatesTorchModel):
         )
         self._check_covariates(past_covariates=past_covariates,
                                future_covariates=future_covariates)
+        for kind, given, used in (("past", past_covariates, self.uses_past_covariates),
+                                  ("future", future_covariates, self.uses_future_covariates)):
+            if given is not None and not used:
+                raise ValueError(
+                    f"This model was trained without {kind}_covariates, so it cannot use them: "
+                    f"drop {kind}_covariates from predict(), or fit the model with them."
+                )
+            if given is None and used and series is not None:
+                # darts would take the training covariates, which need not match `series`
+                raise ValueError(
+                    f"This model was trained with {kind}_covariates: pass the {kind}_covariates "
+                    f"of `series` to predict() as well."
+                )
         return super().predict(n, _as_float32(series), _as_float32(past_covariates),
                                _as_float32(future_covariates), *args, **kwargs)
 
