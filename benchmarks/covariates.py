@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
 import sys
 import time
 from dataclasses import asdict, dataclass, replace
@@ -266,7 +268,8 @@ def run_one(spec: RunSpec, data: CovariateData, out_dir: Path, progress: bool = 
     epochs = 0
     model = None
     if spec.model != "repeat":
-        work_dir = Path(out_dir) / "_covariates_work"
+        work_dir = Path(out_dir) / "_ltsf_work"  # ltsf.py's checkpoints (its builder, unique
+        # model names); the folder is git-ignored
         work_dir.mkdir(parents=True, exist_ok=True)
         model = build_model(spec, work_dir, progress)
         model.fit(data.target["train"], val_series=data.target["val"], load_best=True,
@@ -290,10 +293,19 @@ def run_one(spec: RunSpec, data: CovariateData, out_dir: Path, progress: bool = 
         "train_seconds": round(train_seconds, 1),
         "score_seconds": round(time.perf_counter() - began - train_seconds, 1),
         "commit": git_commit(), "date": utc_now(), "settings": spec.settings,
+        "machine": machine(),
     }
     if spec.model == "learned":
         record["patches"] = decoded_patch_statistics(model, data.array("test"), spec.lookback)
     return (record, model) if keep_model else record
+
+
+def machine() -> str:
+    """Where a run was made (its times are of this machine)."""
+    import torch
+
+    return (f"{platform.machine()}, {os.cpu_count()} CPUs, {torch.get_num_threads()} torch "
+            "thread(s)")
 
 
 def check_scoring(data: CovariateData, horizon: int, lookback: int, out_dir: Path,
@@ -366,6 +378,9 @@ def write_report(runs: list[dict], out_dir: Path, training: dict[str, Any] | Non
     write_csv(out_dir / "covariates.csv", rows, CSV_FIELDS)
     shown = {k: v for k, v in (training or {}).items() if k != "seed"}
     commits = sorted({c for r in rows for c in r["commit"].split("/")})
+    machines = sorted({r["machine"] for r in runs if r.get("machine")})
+    unrecorded = ("" if all(r.get("machine") for r in runs) else
+                  f"{' and ' if machines else ''}runs that did not record their machine")
     lines = [
         "# Covariates benchmark (ETTh1, target OT, normalised MSE / MAE, all test windows)",
         "",
@@ -387,7 +402,8 @@ def write_report(runs: list[dict], out_dir: Path, training: dict[str, Any] | Non
         f"{TIDE_HIDDEN}) and TSMixer (darts' default size, as in `ltsf.py`), both with reversible "
         f"instance norm, learning rate chosen on validation MSE from {PEER_LRS} per cell "
         "(in brackets). Bold: the lowest test MSE of a column.",
-        f"Training settings of every trained run (seeds aside): `{json.dumps(shown)}`.",
+        f"Training settings of every trained run (seeds aside): `{json.dumps(shown)}`. "
+        f"Made on: {'; '.join(machines) or '–'}{unrecorded} (train s are of that machine).",
         "",
     ]
     for horizon in sorted({r["horizon"] for r in rows}):
