@@ -25,6 +25,10 @@ arguments, 1 for a failure at run time (a missing or unreadable file, a missing 
 series too short, ...).
 
 darts, torch and matplotlib are imported only when a subcommand runs, so ``--help`` is quick.
+
+Over 500 lines for a reason: one command line, whose five subcommands share its CSV reading,
+argument types and one-line errors; the model's own flags come from
+:mod:`~reinpatch_forecast.options`.
 """
 
 from __future__ import annotations

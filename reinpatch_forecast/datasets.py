@@ -5,6 +5,9 @@ standard Informer/Autoformer/PatchTST/DLinear/Time-Series-Library split with its
 overlap, train-only standard scaling and stride-1 windows. Scoring a forecaster on those
 windows is the benchmarks' part (``benchmarks/_protocol.py``), not the package's.
 
+A little over 500 lines: the five files' readers, their checksums and their split borders
+belong together.
+
 This module depends on numpy and pandas only. It never looks for data in a fixed place: pass
 ``data_dir`` or set the environment variable ``REINPATCH_DATA_DIR``.
 

@@ -105,15 +105,27 @@ def assert_same_arrays(actual: dict, expected: dict, name: str = "") -> None:
         np.testing.assert_array_equal(actual[key], expected[key], err_msg=f"{name}: {key}")
 
 
+def _script_command(script: Path, *args: str) -> dict:
+    """``subprocess`` arguments that run ``script`` with this interpreter, one thread, in the
+    folder above the script's."""
+    script = Path(script)
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONHASHSEED="0")
+    return dict(args=[sys.executable, str(script), *args], env=env, cwd=str(script.parent.parent))
+
+
+def start_script(script: Path, *args: str) -> subprocess.Popen:
+    """Start ``script`` as :func:`run_script` does, without waiting (stdout and stderr piped,
+    as text): to kill it, or to run several at once."""
+    return subprocess.Popen(**_script_command(script, *args), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
 def run_script(script: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     """Run ``script`` in a fresh Python process (this interpreter, one thread, in the folder
     above the script's); fail with its output."""
     script = Path(script)
-    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONHASHSEED="0")
-    result = subprocess.run(
-        [sys.executable, str(script), *args], capture_output=True, text=True,
-        timeout=timeout, env=env, cwd=str(script.parent.parent),
-    )
+    result = subprocess.run(**_script_command(script, *args), capture_output=True, text=True,
+                            timeout=timeout)
     if result.returncode != 0:
         raise AssertionError(
             f"{script.name} {' '.join(args)} exited with {result.returncode}\n"

@@ -44,7 +44,7 @@ def test_sphinx_build_has_no_warnings(tmp_path):
                  "ReinPatchForecaster", "reinpatch_forecast.nn.learned_patcher.LearnedPatcher",
                  "reinpatch_forecast.plotting.plot_segmentation",
                  "reinpatch_forecast.patcher_io.save_patcher",
-                     "reinpatch_forecast.options.ModelOptions",
+                 "reinpatch_forecast.options.ModelOptions",
                  "reinpatch_forecast.datasets.prepare_ltsf"):
         assert f'id="{name}"' in api, name
     benchmarks = (html / "benchmarks.html").read_text(encoding="utf-8")

@@ -17,17 +17,25 @@ documents every darts override it needs in place.
 
 from __future__ import annotations
 
+import contextlib
 import copyreg
+import datetime
 import os
 import signal
 import threading
-from typing import Any, Sequence
+import uuid
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 import torch
 from darts import TimeSeries
 from darts.models.forecasting.pl_forecasting_module import PLForecastingModule, io_processor
-from darts.models.forecasting.torch_forecasting_model import MixedCovariatesTorchModel
+from darts.models.forecasting.torch_forecasting_model import (
+    DEFAULT_DARTS_FOLDER,
+    INIT_MODEL_NAME,
+    MixedCovariatesTorchModel,
+    _get_checkpoint_fname,
+)
 from darts.utils.data.torch_datasets.utils import (
     PLModuleInput,
     PLModuleOutput,
@@ -37,6 +45,7 @@ from darts.utils.data.torch_datasets.utils import (
 from darts.utils.likelihood_models.base import LikelihoodType
 from darts.utils.likelihood_models.torch import GaussianLikelihood
 from darts.utils.serialization import add_safe_globals
+from lightning_fabric.plugins.io.torch_io import TorchCheckpointIO
 
 from ..patcher_io import patcher_from_state, resolve_patcher_state
 from ..nn import (
@@ -62,6 +71,7 @@ from ..validation import (
     load_error,
 )
 from .boundaries import PatchBoundaries
+from .checkpoints import AtomicCheckpointIO
 from .rewards import elementwise_loss
 
 __all__ = ["ReinPatchModel", "PatchBoundaries"]
@@ -202,6 +212,29 @@ def _width(array: np.ndarray | None) -> int:
     return 0 if array is None else int(array.shape[-1])
 
 
+@contextlib.contextmanager
+def _explained_load_errors(path: str) -> Iterator[None]:
+    """Turn a low-level error of reading the intact file ``path`` into :func:`load_error`'s.
+
+    A missing file, a ``ValueError`` and darts' own errors (an unregistered class, parameters
+    that do not match) already say what to do, and pass unchanged.
+    """
+    try:
+        yield
+    except FileNotFoundError:
+        raise
+    except Exception as error:
+        if type(error).__module__.startswith("darts") or isinstance(error, ValueError):
+            raise
+        raise load_error(path, error) from error
+
+
+def _default_model_name() -> str:
+    """darts' default model name made unique with 8 random hex digits (class notes)."""
+    now = datetime.datetime.now().strftime("%Y-%m-%d_%H_%M_%S")
+    return f"{now}_torch_model_run_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+
+
 def _as_float32(series):
     if series is None:
         return None
@@ -242,6 +275,19 @@ class ReinPatchModel(MixedCovariatesTorchModel):
         <https://unit8co.github.io/darts/generated_api/darts.models.forecasting.torch_forecasting_model.html>`_.
         ``use_reversible_instance_norm`` is not accepted: the network normalises every series
         itself.
+
+    Notes
+    -----
+    Without a ``model_name``, every model gets its own: darts' default
+    (``"<date>_<time to the second>_torch_model_run_<pid>"``) followed by ``"_"`` and 8 random
+    hex digits. darts' name alone is shared by all models a process creates within one second
+    (and by processes with the same pid in different containers), and such models, with
+    ``save_checkpoints=True`` in one ``work_dir``, overwrite each other's checkpoints. A given
+    ``model_name`` is used as it is; ``untrained_model()`` and clones get a new default name.
+
+    With ``save_checkpoints=True``, checkpoints are written to a temporary file beside them and
+    renamed into place (:class:`~reinpatch_forecast.darts.checkpoints.AtomicCheckpointIO`): a
+    process killed at any moment leaves the previous checkpoints loadable.
 
     Examples
     --------
@@ -286,7 +332,11 @@ class ReinPatchModel(MixedCovariatesTorchModel):
                 "do not pass use_reversible_instance_norm. Use revin_affine=True for a learned "
                 "affine map."
             )
-        super().__init__(**self._extract_torch_model_params(**self.model_params))
+        torch_params = self._extract_torch_model_params(**self.model_params)
+        if torch_params.get("model_name") is None:
+            # not in model_params, so that untrained_model() and clones draw a name of their own
+            torch_params["model_name"] = _default_model_name()
+        super().__init__(**torch_params)
         self.pl_module_params = self._extract_pl_module_params(**self.model_params)
         self._considers_static_covariates = use_static_covariates
         # A patcher object or file becomes a plain state (tensors and primitives), so that the
@@ -527,6 +577,15 @@ class ReinPatchModel(MixedCovariatesTorchModel):
         finally:
             vars(self).pop("_predicting", None)
 
+    # Overridden because darts lacks atomic checkpoint files: its default checkpoint plugin is
+    # replaced by the atomic one (the same safe loading); a user's own plugin is kept.
+    @staticmethod
+    def _init_trainer(trainer_params: dict, max_epochs: int | None = None):
+        plugins = list(trainer_params.get("plugins") or [])
+        if not any(isinstance(plugin, TorchCheckpointIO) for plugin in plugins):
+            trainer_params = {**trainer_params, "plugins": plugins + [AtomicCheckpointIO()]}
+        return MixedCovariatesTorchModel._init_trainer(trainer_params, max_epochs)
+
     def _setup_trainer(self, trainer, model, verbose=None, epochs=0):
         built = super()._setup_trainer(trainer, model, verbose, epochs)
         if trainer is not None or not self._predicting:
@@ -568,15 +627,9 @@ class ReinPatchModel(MixedCovariatesTorchModel):
         """
         path = os.fspath(path)
         cls._check_saved_files(path)
-        try:
+        with _explained_load_errors(path):
             model = super().load(path, pl_trainer_kwargs=pl_trainer_kwargs, trusted=trusted,
                                  **kwargs)
-        except FileNotFoundError:
-            raise
-        except Exception as error:
-            if type(error).__module__.startswith("darts") or isinstance(error, ValueError):
-                raise  # darts' own errors (e.g. an unregistered class) say what to do
-            raise load_error(path, error) from error
         if not isinstance(model, ReinPatchModel):
             raise ValueError(
                 f"{path!r} holds a {type(model).__name__}, not a ReinPatchModel: load it with "
@@ -592,14 +645,50 @@ class ReinPatchModel(MixedCovariatesTorchModel):
         """
         path = os.fspath(path)
         self._check_saved_files(path)
-        try:
+        with _explained_load_errors(path):
             super().load_weights(path, *args, **kwargs)
-        except FileNotFoundError:
-            raise
-        except Exception as error:
-            if type(error).__module__.startswith("darts") or isinstance(error, ValueError):
-                raise  # darts' checks (e.g. parameters that do not match) are clear
-            raise load_error(path, error) from error
+
+    # As load: a message naming a truncated or corrupted checkpoint, before darts reads it.
+    @staticmethod
+    def load_from_checkpoint(model_name: str, work_dir: str | None = None,
+                             file_name: str | None = None, best: bool = True,
+                             trusted: bool = False, **kwargs) -> "ReinPatchModel":
+        """Load a checkpoint written with ``save_checkpoints=True``; see darts'
+        ``TorchForecastingModel.load_from_checkpoint``.
+
+        ``best=False`` loads the most recent checkpoint (to resume training: ``fit(series,
+        epochs=E)`` then trains until ``E`` epochs in all, counting the checkpoint's).
+
+        Raises
+        ------
+        FileNotFoundError
+            If the model's folder holds no such checkpoint.
+        ValueError
+            If the checkpoint or the model file beside it is truncated or corrupted (the
+            message names the file), or is not a ``ReinPatchModel``'s.
+        """
+        if work_dir is None:
+            work_dir = os.path.join(os.getcwd(), DEFAULT_DARTS_FOLDER)
+        if file_name is None:  # resolved once here, so darts loads the file checked
+            file_name = _get_checkpoint_fname(work_dir, model_name, best=best)
+        folder = os.path.join(work_dir, model_name)
+        path = os.path.join(folder, "checkpoints", file_name)
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"No checkpoint at {path!r}.")
+        check_saved_file(path, "checkpoint")
+        if os.path.exists(os.path.join(folder, INIT_MODEL_NAME)):
+            check_saved_file(os.path.join(folder, INIT_MODEL_NAME), "model file of the checkpoints")
+        with _explained_load_errors(path):
+            model = MixedCovariatesTorchModel.load_from_checkpoint(
+                model_name, work_dir=work_dir, file_name=file_name, best=best, trusted=trusted,
+                **kwargs,
+            )
+        if not isinstance(model, ReinPatchModel):
+            raise ValueError(
+                f"The checkpoints of {model_name!r} hold a {type(model).__name__}, not a "
+                f"ReinPatchModel: load them with {type(model).__name__}.load_from_checkpoint."
+            )
+        return model
 
     @staticmethod
     def _check_saved_files(path: str) -> None:

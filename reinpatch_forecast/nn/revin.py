@@ -15,6 +15,9 @@ from torch import Tensor, nn
 
 __all__ = ["InstanceStats", "RevIN"]
 
+#: ``1 / 0.1**2``: windows of a mean square of at least ``0.1**2`` get the full ``eps``.
+_INV_FULL_FLOOR_MS = 100.0
+
 
 @dataclass
 class InstanceStats:
@@ -44,8 +47,26 @@ class RevIN(nn.Module):
         Learn a per-channel scale and shift applied after normalisation. Off by default so the
         patcher, which reads the normalised series, stays transferable across datasets.
     eps
-        Added to the variance, so a constant series normalises to zeros and is forecast as the
-        constant, with no division by zero.
+        Variance floor of a series on an ordinary scale: ``eps * min(1, (rms / 0.1)**2)`` is
+        added to the variance of each row, ``rms`` the root mean square of its lookback window
+        (and never less than the dtype's smallest normal number, so an all-zero series divides
+        by a positive standard deviation). A constant series thus normalises to zeros and is
+        forecast as the constant, with no division by zero.
+
+    Notes
+    -----
+    Why relative: an absolute floor sets a scale of its own. With ``eps = 1e-5`` added to the
+    variance, every series whose standard deviation is far below ``sqrt(eps) ~ 3e-3`` (data in
+    small units, ~1e-12) was normalised as if it were constant and forecast with a spread of
+    ~1e-3, whatever its own scale. Below ``rms = 0.1`` the floor now shrinks with the square of
+    the series' scale (level and spread together, both in the series' units), so there a
+    series ``x`` and ``1e-12 * x`` normalise alike: each as the former absolute floor treated
+    a series at ``rms = 0.1`` (a floor of ``1e-3 * rms**2``).
+
+    Why capped at ``eps`` from ``rms = 0.1`` up: there the floor is exactly the former one, so
+    ordinary data (a standardised series, whose windows have an rms near 1) normalise bit for
+    bit as before and trained models keep their forecasts; and a large level is not mistaken
+    for noise, as an uncapped ``1e-3 * rms**2`` would flatten a series at 300 +- 0.5.
     """
 
     def __init__(self, n_channels: int = 1, affine: bool = False, eps: float = 1e-5) -> None:
@@ -61,7 +82,11 @@ class RevIN(nn.Module):
         """Statistics of ``x`` ``(R, L)`` over its last axis."""
         mean = x.mean(dim=-1, keepdim=True)  # (R, 1)
         var = x.var(dim=-1, keepdim=True, unbiased=False)  # (R, 1)
-        return InstanceStats(mean=mean, std=torch.sqrt(var + self.eps))
+        # mean**2 + var is the mean square: below rms 0.1 the floor follows the series' scale,
+        # from there up it is eps itself, bit for bit (class notes)
+        scale = ((mean.square() + var) * _INV_FULL_FLOOR_MS).clamp(max=1.0)  # (R, 1)
+        floor = (self.eps * scale).clamp(min=torch.finfo(x.dtype).tiny)  # (R, 1)
+        return InstanceStats(mean=mean, std=torch.sqrt(var + floor))
 
     def normalise(self, x: Tensor, stats: InstanceStats) -> Tensor:
         """Standardise ``x`` ``(R, L)`` without the affine map (what the patcher reads)."""

@@ -273,6 +273,9 @@ class ReinPatchForecaster(BaseForecaster):
         self.pl_trainer_kwargs = pl_trainer_kwargs
 
         super().__init__()
+        # sktime sets these only when its remember_data config is on at construction; a user
+        # (or sktime's checks) may switch it on later with set_config.
+        self._y, self._X = None, None
 
         self.set_tags(**{"capability:pred_int": likelihood is not None})
 

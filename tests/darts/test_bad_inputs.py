@@ -306,12 +306,8 @@ def test_model_saved_on_a_gpu_says_map_location(context: Context, monkeypatch):
         ReinPatchModel.load(context.saved)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "RevIN adds eps=1e-5 to the variance (reinpatch_forecast/nn/revin.py): a series whose "
-    "std is far below sqrt(eps)=3e-3 is seen as constant and forecast with a spread of "
-    "~1e-3, whatever its own scale. Needs an eps relative to the series' scale (nn/ change)."
-))
 def test_tiny_scale_forecast_keeps_the_scale(context: Context):
+    """A series on a ~1e-12 scale is forecast on its own scale (RevIN's floor is relative)."""
     prediction = fit_predict(darts_series(sine_values(60, 1e-12, offset=5e-12)))(context)
     within_scale(3.5e-12, 6.5e-12)(prediction)
 

@@ -20,10 +20,9 @@ SCRIPTS = Path(__file__).parent / "scripts"
 @pytest.mark.slow
 @pytest.mark.parametrize("strategy", ["ddp", "ddp_spawn"])
 def test_ddp_on_two_cpu_processes_trains_and_predicts(strategy, tmp_path):
-    result = run_script(SCRIPTS / "ddp_fit_predict.py", strategy, str(tmp_path), timeout=240)
-    lines = [json.loads(line[len("RESULT "):]) for line in result.stdout.splitlines()
-             if line.startswith("RESULT ")]
-    # ddp re-runs the script in the second process: both print; ddp_spawn: only the main one
+    run_script(SCRIPTS / "ddp_fit_predict.py", strategy, str(tmp_path), timeout=240)
+    lines = [json.loads(path.read_text()) for path in sorted(tmp_path.glob("result_rank*.json"))]
+    # ddp re-runs the script in the second process: both write; ddp_spawn: only the main one
     assert sorted(r["rank"] for r in lines) == ([0, 1] if strategy == "ddp" else [0])
     for r in lines:
         assert r["world_size"] == 2

@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from reinpatch_forecast.nn.network import ReinPatchConfig, ReinPatchNetwork, TrainingLosses
+from reinpatch_forecast.nn.revin import RevIN
 
 from nn_support import small_config, small_network  # noqa: E402
 
@@ -340,6 +341,42 @@ def test_extreme_magnitudes_stay_finite(magnitude, patcher):
     losses.loss.backward()
     for p in net.parameters():
         assert p.grad is None or bool(torch.isfinite(p.grad).all())
+
+
+@pytest.mark.parametrize("level", [0.0, 1e-30, 1e-12, 2.0])
+def test_revin_normalises_a_constant_or_all_zero_row_to_zeros(level):
+    """The variance floor never reaches zero: a constant (all-zero included) row gives zeros
+    and a positive, finite standard deviation."""
+    revin = RevIN()
+    x = torch.full((2, L), level)
+    stats = revin.statistics(x)
+    assert bool((stats.std > 0).all()) and bool(torch.isfinite(stats.std).all())
+    assert torch.equal(revin.normalise(x, stats), torch.zeros_like(x))
+
+
+def test_revin_floor_is_eps_on_an_ordinary_scale():
+    """From a window rms of 0.1 up, the floor is the absolute eps, bit for bit: ordinary data
+    normalise exactly as with ``sqrt(var + eps)``."""
+    revin = RevIN()
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(64, L, generator=generator) * torch.logspace(-1, 6, 64)[:, None]
+    assert bool(((x.square().mean(-1)) >= 0.1 ** 2).all())
+    var = x.var(dim=-1, keepdim=True, unbiased=False)
+    assert torch.equal(revin.statistics(x).std, torch.sqrt(var + revin.eps))
+
+
+@pytest.mark.parametrize("scale", [1e-3, 1e-8, 1e-12, 1e-15])
+def test_revin_is_scale_invariant_on_small_scales(scale):
+    """Below a window rms of 0.1 the floor is relative: ``x`` and ``scale * x`` normalise
+    alike, and the statistics follow the scale (an absolute 1e-5 floor flattened these)."""
+    revin = RevIN()
+    generator = torch.Generator().manual_seed(1)
+    x = 0.05 * torch.randn(8, L, generator=generator) + 0.02  # rms ~0.05
+    base = revin.statistics(x)
+    stats = revin.statistics(x * scale)
+    torch.testing.assert_close(revin.normalise(x * scale, stats), revin.normalise(x, base),
+                               rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(stats.std / scale, base.std, rtol=1e-4, atol=0)
 
 
 def test_forecast_is_equivariant_to_the_series_scale_and_level():

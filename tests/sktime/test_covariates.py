@@ -48,8 +48,8 @@ def test_a_known_future_event_in_X_halves_the_error(event_data):
 def test_X_reaches_the_darts_model_as_the_chosen_covariates(event_data, make_forecaster):
     y, X = event_data
     future = make_forecaster(input_chunk_length=24).fit(y[:300], X=X[:300], fh=[1, 2])
-    past = make_forecaster(input_chunk_length=24, covariates="past").fit(y[:300], X=X[:300],
-                                                                        fh=[1, 2])
+    past = make_forecaster(input_chunk_length=24, covariates="past")
+    past.fit(y[:300], X=X[:300], fh=[1, 2])
     assert future.get_fitted_params()["model"].uses_future_covariates
     assert not future.get_fitted_params()["model"].uses_past_covariates
     assert past.get_fitted_params()["model"].uses_past_covariates

@@ -1,8 +1,10 @@
 """Train a tiny ReinPatchModel with DDP on 2 CPU processes (gloo), then predict.
 
 Usage: ``python ddp_fit_predict.py STRATEGY WORK_DIR`` with STRATEGY ``ddp`` or ``ddp_spawn``.
-Every process that reaches the end prints one ``RESULT`` JSON line: its rank, the world size
-of training, and the forecasts of 4 series (with ``ddp`` the script runs once per process).
+Every process that reaches the end writes one ``result_rank<R>.json`` into WORK_DIR: its rank,
+the world size of training, and the forecasts of 4 series (with ``ddp`` the script runs once
+per process). A file per process, not a line on the shared stdout: two processes' long lines
+interleave on a pipe.
 The ``if __name__ == "__main__"`` guard is required: Lightning re-runs (``ddp``) or re-imports
 (``ddp_spawn``) this file in the worker processes.
 """
@@ -13,6 +15,7 @@ import json
 import logging
 import sys
 import warnings
+from pathlib import Path
 
 warnings.filterwarnings("ignore")
 for name in ("pytorch_lightning", "lightning.pytorch", "lightning_fabric", "lightning"):
@@ -45,13 +48,14 @@ def main(strategy: str, work_dir: str) -> None:
                                                    best=False)
     from_checkpoint = restored.predict(3, series=series)
     rank = torch.distributed.get_rank() if torch.distributed.is_initialized() else 0
-    print("RESULT " + json.dumps({
+    result = {
         "rank": rank,
         "world_size": world_size,
         "n_forecasts": len(forecasts),
         "forecasts": [f.values().ravel().tolist() for f in forecasts],
         "from_checkpoint": [f.values().ravel().tolist() for f in from_checkpoint],
-    }), flush=True)
+    }
+    Path(work_dir, f"result_rank{rank}.json").write_text(json.dumps(result))
 
 
 if __name__ == "__main__":

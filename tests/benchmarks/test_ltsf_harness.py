@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-HARNESS = Path(__file__).resolve().parents[1] / "benchmarks" / "ltsf.py"
+HARNESS = Path(__file__).resolve().parents[2] / "benchmarks" / "ltsf.py"
 SETTINGS = {"epochs": 10, "seed": 0}
 
 

@@ -24,13 +24,13 @@ from reinpatch_forecast.datasets import (
     sliding_windows,
 )
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 if str(BENCHMARKS) not in sys.path:  # the scripts import their helpers by bare name
     sys.path.insert(0, str(BENCHMARKS))
 
 from _protocol import darts_predict_fn, evaluate_windows, repeat_forecast  # noqa: E402
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 L = 96
 
 # design.md §4: Repeat MSE with the old truncation (drop the last n mod 32 test windows),
