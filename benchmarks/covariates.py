@@ -69,6 +69,9 @@ TIDE_HIDDEN = 64
 #: The constructor arguments ltsf.py's ``_build_model`` gives every darts model (budget,
 #: early-stopping trainer, seed, checkpoints, learning rate); TiDE, absent from ltsf.py, takes
 #: them from a model built there.
+#: The code a run's commit stamp answers for (uncommitted changes to it are named).
+CODE_PATHS = ("reinpatch_forecast", "benchmarks/covariates.py", "benchmarks/ltsf.py",
+              "benchmarks/_protocol.py", "benchmarks/_common.py")
 SHARED_ARGUMENTS = ("input_chunk_length", "output_chunk_length", "batch_size", "n_epochs",
                     "random_state", "pl_trainer_kwargs", "save_checkpoints", "force_reset",
                     "work_dir", "optimizer_kwargs")
@@ -259,9 +262,17 @@ def build_model(spec: RunSpec, work_dir: Path, progress: bool = False):
                      **shared)
 
 
+def code_commit() -> str:
+    """The commit of the code a process runs: ``HEAD`` when called (call it at the start: the
+    branch may move during a long run), naming uncommitted changes to the package and to the
+    benchmark code."""
+    return git_commit(CODE_PATHS)
+
+
 def run_one(spec: RunSpec, data: CovariateData, out_dir: Path, progress: bool = False,
-            keep_model: bool = False):
-    """Train (unless Repeat) and score one run on ``data``; returns its cache record."""
+            keep_model: bool = False, commit: str | None = None):
+    """Train (unless Repeat) and score one run on ``data``; returns its cache record, stamped
+    with ``commit`` (default: :func:`code_commit` now)."""
     setting = spec.params.get("covariates", "target")
     covariates = data.covariates(setting)
     began = time.perf_counter()
@@ -292,7 +303,7 @@ def run_one(spec: RunSpec, data: CovariateData, out_dir: Path, progress: bool = 
         "test_windows": scores["test"]["n_windows"], "epochs": epochs,
         "train_seconds": round(train_seconds, 1),
         "score_seconds": round(time.perf_counter() - began - train_seconds, 1),
-        "commit": git_commit(), "date": utc_now(), "settings": spec.settings,
+        "commit": commit or code_commit(), "date": utc_now(), "settings": spec.settings,
         "machine": machine(),
     }
     if spec.model == "learned":
@@ -479,12 +490,14 @@ def main(argv: list[str] | None = None) -> None:
         specs = make_plan(args.horizons, args.settings, args.models, args.lookback, training,
                           args.seeds, args.dataset)
         data_of: dict[int, CovariateData] = {}
+        commit = code_commit()  # the code this process has loaded, whatever HEAD becomes
 
         def fit(spec: RunSpec) -> dict:
             if spec.horizon not in data_of:
                 data_of[spec.horizon] = covariate_data(
                     load_splits(spec.dataset, spec.lookback, spec.horizon, args.data_dir))
-            record = run_one(spec, data_of[spec.horizon], args.out_dir, args.progress)
+            record = run_one(spec, data_of[spec.horizon], args.out_dir, args.progress,
+                             commit=commit)
             print(f"[covariates]   test MAE {record['test_mae']:.4f}, val MSE "
                   f"{record['val_mse']:.4f}, scored in {record['score_seconds']:.0f} s",
                   flush=True)

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 COLUMNS = ["HUFL", "HULL", "MUFL", "MULL", "LUFL", "LULL", "OT"]
 ROWS = 14400  # the ETTh split's rows
 LOOKBACK, HORIZON = 24, 6
