@@ -8,9 +8,11 @@ demo
     statistics figures written to ``--out``.
 fit
     Train a :class:`~reinpatch_forecast.darts.ReinPatchModel` on columns of any CSV file with a
-    date column and save it (darts ``save``: ``MODEL`` and ``MODEL.ckpt``).
+    date column, optionally with other columns as past or future covariates, and save it
+    (darts ``save``: ``MODEL`` and ``MODEL.ckpt``).
 predict
-    Forecast the rows after the end of a CSV file with a saved model; write a CSV.
+    Forecast the rows after the end of a CSV file with a saved model; write a CSV. With future
+    covariates the file ends with their known future: rows whose target cells are empty.
 segment
     Plot where a saved model's patcher cuts the last window of a CSV file.
 pretrain-patcher
@@ -36,6 +38,7 @@ import logging
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -155,14 +158,43 @@ def _trainer_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _read_series(path_text: str, date_column: str, targets: Sequence[str] | None,
-                 freq: str | None) -> "TimeSeries":
-    """Read a CSV file into a float32 darts ``TimeSeries`` of the ``targets`` columns.
+@dataclass
+class _CSVData:
+    """A CSV file read for a model: the target series and the covariate columns beside it.
 
-    ``targets=None`` takes every column except the date column.
+    ``series`` holds the target columns up to the last row with target values; ``table`` (with
+    covariates only) holds every covariate column over every row, the rows after the target's
+    end included: those rows, with empty target cells, are the known future. Covariate values
+    are checked (:func:`_covariate_rows`) only over the rows a command needs.
+    """
+
+    path: str
+    series: "TimeSeries"
+    table: "TimeSeries | None" = None
+
+    @property
+    def end(self) -> int:
+        """Rows of the target series (the row after its last one)."""
+        return len(self.series)
+
+
+def _names(columns: Sequence[str]) -> str:
+    return ", ".join(map(repr, columns))
+
+
+def _read_csv(path_text: str, date_column: str, targets: Sequence[str] | None,
+              freq: str | None, covariates: dict[str, Sequence[str]] | None = None,
+              future_rows: bool = False) -> _CSVData:
+    """Read a CSV file: a float32 darts ``TimeSeries`` of the ``targets`` columns, and the
+    ``covariates`` columns (``{what they are, in messages: columns}``) over every row.
+
+    ``targets=None`` takes every column except the date column. With covariates (or
+    ``future_rows``), the file may end with rows whose target cells are all empty: the target
+    series ends before them, and they hold the covariates' known future.
     """
     from darts import TimeSeries
 
+    covariates = {label: list(cols) for label, cols in (covariates or {}).items() if cols}
     path = Path(path_text)
     if not path.exists():
         raise CLIError(f"no such file: {path_text}")
@@ -181,15 +213,21 @@ def _read_series(path_text: str, date_column: str, targets: Sequence[str] | None
             "name it with --date-column"
         )
     if targets is None:
-        targets = [c for c in columns if c != date_column]
+        covariate_columns = {c for cols in covariates.values() for c in cols}
+        targets = [c for c in columns if c != date_column and c not in covariate_columns]
         if not targets:
             raise CLIError(f"{path_text} has no column besides the date column {date_column!r}")
+    targets = list(targets)
     missing = [t for t in targets if t not in frame.columns]
     if missing:
         raise CLIError(
-            f"column(s) {', '.join(map(repr, missing))} not in {path_text} "
-            f"(columns: {', '.join(columns)})"
+            f"column(s) {_names(missing)} not in {path_text} (columns: {', '.join(columns)})"
         )
+    for label, cols in covariates.items():
+        missing = [c for c in cols if c not in frame.columns]
+        if missing:
+            raise CLIError(f"{label} {_names(missing)} not in {path_text} "
+                           f"(columns: {', '.join(columns)})")
     if len(frame) == 0:
         raise CLIError(f"{path_text} has a header but no rows")
     try:
@@ -202,21 +240,64 @@ def _read_series(path_text: str, date_column: str, targets: Sequence[str] | None
         raise CLIError(f"column {date_column!r} of {path_text} has empty dates")
     if not dates.is_monotonic_increasing or dates.has_duplicates:
         raise CLIError(f"the dates in {path_text} must be strictly increasing")
-    non_numeric = [t for t in targets if not pd.api.types.is_numeric_dtype(frame[t])
-                   or pd.api.types.is_bool_dtype(frame[t])]
+    extra = [c for cols in covariates.values() for c in cols]
+    non_numeric = [c for c in [*targets, *extra] if not pd.api.types.is_numeric_dtype(frame[c])
+                   or pd.api.types.is_bool_dtype(frame[c])]
     if non_numeric:
-        raise CLIError(f"column(s) {', '.join(map(repr, non_numeric))} of {path_text} are not "
-                       "numeric")
-    values = frame[list(targets)].to_numpy(dtype=np.float32)  # (T, C)
-    if not np.isfinite(values).all():
-        bad = int((~np.isfinite(values)).sum())
+        raise CLIError(f"column(s) {_names(non_numeric)} of {path_text} are not numeric")
+    values = frame[targets].to_numpy(dtype=np.float32)  # (T, C)
+    end = len(values)
+    if covariates or future_rows:
+        # trailing rows whose target cells are all empty are the known future of covariates
+        filled = np.flatnonzero(~np.isnan(values).all(axis=1))
+        if len(filled) == 0:
+            raise CLIError(f"{path_text} has no values in the target columns {_names(targets)}")
+        end = int(filled[-1]) + 1
+    if not np.isfinite(values[:end]).all():
+        bad = int((~np.isfinite(values[:end])).sum())
         raise CLIError(f"{path_text} has {bad} empty or non-finite value(s) in the target columns")
+    table = None
     try:
-        return TimeSeries.from_times_and_values(dates, values, columns=list(targets), freq=freq)
+        series = TimeSeries.from_times_and_values(dates[:end], values[:end], columns=targets,
+                                                  freq=freq)
+        if extra:
+            table = TimeSeries.from_times_and_values(
+                dates, frame[extra].to_numpy(dtype=np.float32), columns=extra,
+                freq=freq or series.freq_str,
+            )
     except ValueError as error:
         hint = "" if freq else " (if the dates are irregular, give their frequency with --freq)"
         raise CLIError(f"cannot make a time series of {path_text}: {_one_line(error)}{hint}") \
             from None
+    return _CSVData(path_text, series, table)
+
+
+def _covariate_rows(data: _CSVData, kind: str, columns: Sequence[str], start: int, stop: int,
+                    purpose: str, hint: str = "") -> "TimeSeries":
+    """The ``kind`` covariate ``columns`` of ``data`` over rows ``start:stop``; every value
+    there must be given (``stop`` may pass the target's end: the known future rows)."""
+    rows = len(data.table)
+    if stop > rows:
+        after = data.series.end_time()
+        raise CLIError(
+            f"{purpose} needs the {kind} covariates ({_names(columns)}) in the {stop - data.end} "
+            f"row(s) after the last target row ({after}), but {data.path} has "
+            f"{rows - data.end}: add rows with their dates and {kind} covariates, the target "
+            f"cells empty{hint}"
+        )
+    part = data.table[list(columns)][start:stop]
+    bad = ~np.isfinite(part.values(copy=False))
+    if bad.any():
+        row = int(np.flatnonzero(bad.any(axis=1))[0])
+        names = [c for c, b in zip(columns, bad.any(axis=0)) if b]
+        future = " (a row of known future)" if start + row >= data.end else ""
+        raise CLIError(
+            f"{kind} covariate column(s) {_names(names)} of {data.path} have {int(bad.sum())} "
+            f"empty or non-finite value(s) in the rows {purpose} needs ({part.start_time()} to "
+            f"{part.end_time()}), the first at {part.time_index[row]}{future}"
+            f"{hint if future else ''}"
+        )
+    return part
 
 
 def _load_model(path_text: str, args: argparse.Namespace) -> "ReinPatchModel":
@@ -250,6 +331,47 @@ def _model_targets(model: "ReinPatchModel", args: argparse.Namespace) -> list[st
     if series is None:
         raise CLIError("the model does not record its training columns: name them with --target")
     return [str(c) for c in series.components]
+
+
+def _check_overlap(targets: Sequence[str], kinds: dict[str, Sequence[str] | None]) -> None:
+    """Refuse a column named as a target and a covariate, or as both kinds of covariate."""
+    past, future = (list(kinds.get(kind) or ()) for kind in ("past", "future"))
+    both = [c for c in past if c in future]
+    if both:
+        raise CLIError(f"column(s) {_names(both)} named both as past and as future covariates")
+    both = [c for c in [*past, *future] if c in targets]
+    if both:
+        raise CLIError(f"column(s) {_names(both)} named both as a target and as a covariate")
+
+
+def _covariates_text(kinds: dict[str, Sequence[str] | None]) -> str:
+    """``" with past covariates a and future covariates b"``, or ``""``."""
+    parts = [f"{kind} covariates {', '.join(cols)}" for kind, cols in kinds.items() if cols]
+    return f", with {' and '.join(parts)}" if parts else ""
+
+
+def _model_covariates(model: "ReinPatchModel", kind: str,
+                      given: Sequence[str] | None) -> list[str] | None:
+    """The ``kind`` covariate columns for a saved model: those it was trained with (the
+    default), checked against ``--{kind}-covariates``; ``None`` when it uses none."""
+    flag = f"--{kind}-covariates"
+    used = model.uses_past_covariates if kind == "past" else model.uses_future_covariates
+    if not used:
+        if given:
+            raise CLIError(f"the model was trained without {kind} covariates: drop {flag} (or "
+                           f"fit a model with {flag})")
+        return None
+    trained = getattr(model, f"{kind}_covariate_series")
+    if trained is None:  # trained on several series from Python: darts keeps no columns
+        if not given:
+            raise CLIError(f"the model was trained with {kind} covariates but does not record "
+                           f"their columns: name them with {flag}")
+        return list(given)
+    columns = [str(c) for c in trained.components]
+    if given and list(given) != columns:
+        raise CLIError(f"the model was trained with the {kind} covariates {_names(columns)}, "
+                       f"not {_names(given)}: give {flag} {','.join(columns)} (or omit it)")
+    return columns
 
 
 def _check_length(series: "TimeSeries", needed: int, path_text: str, what: str) -> None:
@@ -343,9 +465,17 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def _cmd_fit(args: argparse.Namespace) -> int:
     from .darts import ReinPatchModel
 
-    series = _read_series(args.csv, args.date_column, args.target, args.freq)
+    kinds = {"past": args.past_covariates, "future": args.future_covariates}
+    _check_overlap(args.target, kinds)
+    data = _read_csv(args.csv, args.date_column, args.target, args.freq,
+                     {f"--{kind}-covariates column(s)": cols for kind, cols in kinds.items()})
+    series = data.series
     _check_length(series, args.lookback + args.horizon, args.csv,
                   f"fit with --lookback {args.lookback} and --horizon {args.horizon}")
+    covariates = {
+        f"{kind}_covariates": _covariate_rows(data, kind, cols, 0, data.end, "fit")
+        for kind, cols in kinds.items() if cols
+    }
     out = _output_path(args.out)
     model = ReinPatchModel(
         input_chunk_length=args.lookback,
@@ -359,7 +489,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     )
     began = time.perf_counter()
     with _quiet_lightning():
-        model.fit(series, verbose=not args.quiet)
+        model.fit(series, **covariates, verbose=not args.quiet)
     seconds = time.perf_counter() - began
     _make_parent(out)
     try:
@@ -370,7 +500,8 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     policy = f" ({config.policy} policy)" if config.patcher == "learned" else ""
     print(f"trained on {len(series)} rows x {series.width} column(s) "
           f"({', '.join(series.components)}) in {seconds:.1f} s: {args.patcher} patcher"
-          f"{policy}, {config.n_patches} patches per window of {args.lookback}")
+          f"{policy}, {config.n_patches} patches per window of {args.lookback}"
+          f"{_covariates_text(kinds)}")
     print(f"saved the model to {out} (and {out}.ckpt)")
     return 0
 
@@ -412,24 +543,51 @@ def _cmd_pretrain_patcher(args: argparse.Namespace) -> int:
     return 0
 
 
-def _model_and_series(args: argparse.Namespace):
-    """The saved model, its target columns and the CSV's series, long enough for the model."""
+def _model_and_data(args: argparse.Namespace, covariates: bool = True):
+    """The saved model, its target and covariate columns, and the CSV file read for it (with
+    enough rows for the model's lookback); ``covariates=False`` reads only the targets."""
     model = _load_model(args.model, args)
     targets = _model_targets(model, args)
-    series = _read_series(args.csv, args.date_column, targets, args.freq)
-    _check_length(series, model.input_chunk_length, args.csv,
+    kinds = {kind: _model_covariates(model, kind, getattr(args, f"{kind}_covariates", None))
+             for kind in ("past", "future")}
+    _check_overlap(targets, kinds)
+    labels = {kind: f"--{kind}-covariates column(s)" if getattr(args, f"{kind}_covariates", None)
+              else f"the model's {kind} covariate column(s)" for kind in kinds}
+    data = _read_csv(args.csv, args.date_column, targets, args.freq,
+                     {labels[kind]: cols for kind, cols in kinds.items() if cols and covariates},
+                     future_rows=any(kinds.values()))
+    _check_length(data.series, model.input_chunk_length, args.csv,
                   f"the model (lookback {model.input_chunk_length})")
-    return model, targets, series
+    return model, targets, kinds, data
 
 
 def _cmd_predict(args: argparse.Namespace) -> int:
     from .plotting import plot_forecast
 
-    model, targets, series = _model_and_series(args)
-    n = args.n if args.n is not None else model.output_chunk_length
+    model, targets, kinds, data = _model_and_data(args)
+    series = data.series
+    lookback, horizon = model.input_chunk_length, model.output_chunk_length
+    n = args.n if args.n is not None else horizon
+    purpose = f"the forecast of {n} step(s)"
+    covariates = {}
+    if kinds["past"]:
+        # beyond the horizon, darts feeds forecasts back in and reads n - H future past values
+        covariates["past_covariates"] = _covariate_rows(
+            data, "past", kinds["past"], data.end - lookback, data.end + max(0, n - horizon),
+            purpose, hint=f", or forecast at most the model's horizon (--n {horizon})",
+        )
+    if kinds["future"]:
+        future = _covariate_rows(data, "future", kinds["future"], data.end - lookback,
+                                 data.end + n, purpose)
+        if n < horizon:
+            # darts wants the future covariates of a whole horizon; step i of the forecast reads
+            # only those of step i, so repeating the last row fills steps that are not returned
+            last = future.values()[-1:]
+            future = future.append_values(np.repeat(last, horizon - n, axis=0))
+        covariates["future_covariates"] = future
     out = _output_path(args.out)
     with _quiet_lightning():
-        forecast = model.predict(n, series=series, verbose=False)
+        forecast = model.predict(n, series=series, **covariates, verbose=False)
     frame = pd.DataFrame(forecast.values(copy=False), columns=list(forecast.components))
     frame.insert(0, args.date_column, forecast.time_index)
     _make_parent(out)
@@ -438,7 +596,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     except OSError as error:
         raise CLIError(f"cannot write {args.out}: {_one_line(error)}") from None
     print(f"wrote {n} forecast step(s) of {', '.join(targets)} from "
-          f"{forecast.start_time()} to {forecast.end_time()}: {out}")
+          f"{forecast.start_time()} to {forecast.end_time()}{_covariates_text(kinds)}: {out}")
     if args.plot:
         plot_path = _output_path(args.plot)
         _save_figure(plot_forecast(series, forecast, max_history=4 * model.input_chunk_length),
@@ -450,7 +608,8 @@ def _cmd_predict(args: argparse.Namespace) -> int:
 def _cmd_segment(args: argparse.Namespace) -> int:
     from .plotting import plot_segmentation
 
-    model, targets, series = _model_and_series(args)
+    model, targets, _, data = _model_and_data(args, covariates=False)
+    series = data.series
     out = _output_path(args.out)
     with _quiet_lightning():
         boundaries = model.patch_boundaries(series)
@@ -472,6 +631,22 @@ def _add_csv_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--freq", default=None, metavar="FREQ",
                         help="pandas frequency of the dates, such as 'h' or 'D' (default: "
                              "inferred from the dates)")
+
+
+def _add_covariate_options(parser: argparse.ArgumentParser, predict: bool) -> None:
+    default = " (default: the model's)" if predict else ""
+    parser.add_argument(
+        "--past-covariates", type=_columns, default=None, metavar="COLS",
+        help="comma-separated columns known up to the present only, such as a measured "
+             f"driver: read over the lookback, averaged over each patch{default}",
+    )
+    parser.add_argument(
+        "--future-covariates", type=_columns, default=None, metavar="COLS",
+        help="comma-separated columns known in advance, such as a calendar or planned "
+             "events: read over the lookback and the forecast steps; for predict, the CSV "
+             "ends with rows of these values whose target cells are empty (the known future)"
+             f"{default}",
+    )
 
 
 def _add_quiet(parser: argparse.ArgumentParser) -> None:
@@ -515,8 +690,10 @@ def build_parser() -> argparse.ArgumentParser:
     fit = commands.add_parser(
         "fit", help="train a model on columns of a CSV file and save it",
         description="Train a ReinPatchModel on the --target columns of a CSV file (every "
-                    "column is patched as its own series; values are cast to float32) and "
-                    "save it with darts' save: MODEL and MODEL.ckpt.",
+                    "column is patched as its own series; values are cast to float32), "
+                    "optionally with other columns of the file as past or future covariates "
+                    "(used at the scale given), and save it with darts' save: MODEL and "
+                    "MODEL.ckpt.",
         epilog=f"example: {PROG} fit --csv data.csv --target OT --lookback 96 --horizon 24 "
                "--out model.pt",
     )
@@ -528,6 +705,7 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--horizon", required=True, type=_positive_int, metavar="H",
                      help="steps forecast in one pass")
     fit.add_argument("--out", required=True, metavar="MODEL", help="file to save the model to")
+    _add_covariate_options(fit, predict=False)
     fit.add_argument("--epochs", type=_positive_int, default=10,
                      help="training epochs (default: %(default)s)")
     # The model's options (reinpatch_forecast.options): the flags, defaults and help of every
@@ -548,7 +726,10 @@ def build_parser() -> argparse.ArgumentParser:
         "predict", help="forecast after the end of a CSV file with a saved model",
         description="Forecast the --n steps after the last row of a CSV file with a model "
                     "saved by 'fit' and write them as a CSV file: the date column and one "
-                    "column per target.",
+                    "column per target. A model trained with covariates reads the same "
+                    "columns; with future covariates the file ends with at least --n rows "
+                    "whose target cells are empty and whose future covariates are filled, and "
+                    "the forecast starts at the first of them.",
         epilog=f"example: {PROG} predict --model model.pt --csv data.csv --out forecast.csv",
     )
     predict.add_argument("--model", required=True, metavar="MODEL", help="a model saved by fit")
@@ -559,6 +740,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="steps to forecast (default: the model's horizon)")
     predict.add_argument("--target", type=_columns, default=None, metavar="COLS",
                          help="columns to forecast (default: the model's training columns)")
+    _add_covariate_options(predict, predict=True)
     predict.add_argument("--plot", default=None, metavar="PNG",
                          help="also write a plot of the history and the forecast")
     _add_csv_options(predict)

@@ -21,6 +21,7 @@ from reinpatch_forecast.options import (
 SKTIME_DERIVES = {
     "output_chunk_length": "the largest step of fh in fit",
     "output_chunk_shift": "fh may start later than one step ahead",
+    "use_static_covariates": "sktime data has no static covariates",
 }
 #: darts TorchForecastingModel arguments the forecaster exposes under an sktime name.
 SKTIME_NAMES = {"optimizer_kwargs": "learning_rate"}

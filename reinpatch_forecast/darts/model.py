@@ -33,7 +33,7 @@ from darts.models.forecasting.pl_forecasting_module import PLForecastingModule, 
 from darts.models.forecasting.torch_forecasting_model import (
     DEFAULT_DARTS_FOLDER,
     INIT_MODEL_NAME,
-    PastCovariatesTorchModel,
+    MixedCovariatesTorchModel,
     _get_checkpoint_fname,
 )
 from darts.utils.data.torch_datasets.utils import (
@@ -48,7 +48,14 @@ from darts.utils.serialization import add_safe_globals
 from lightning_fabric.plugins.io.torch_io import TorchCheckpointIO
 
 from ..patcher_io import patcher_from_state, resolve_patcher_state
-from ..nn import DEFAULT_POLICY, PATCHER_NAMES, LearnedPatcher, ReinPatchConfig, ReinPatchNetwork
+from ..nn import (
+    DEFAULT_POLICY,
+    PATCHER_NAMES,
+    Covariates,
+    LearnedPatcher,
+    ReinPatchConfig,
+    ReinPatchNetwork,
+)
 from ..nn.backbone import BackboneConfig
 from ..options import (
     ModelOptions,
@@ -102,10 +109,24 @@ class _ReinPatchModule(PLForecastingModule):
             self.network.patcher.freeze()
         self.patcher_lr = patcher_lr
 
+    def _covariates(self, batch: PLModuleInput | TorchTrainingBatch) -> Covariates | None:
+        """The batch's covariates: past ones and the history of future ones (both known over
+        the lookback) together, future ones over the horizon, static ones."""
+        history = [tensor for tensor in (batch.past_covariates, batch.historic_future_covariates)
+                   if tensor is not None]
+        covariates = Covariates(
+            past=torch.cat(history, dim=2).to(self.dtype) if history else None,  # (B, L, Cp)
+            future=_cast(batch.future_covariates, self.dtype),  # (B, H, Cf)
+            static=_cast(batch.static_covariates, self.dtype),  # (B, S, Cs)
+        )
+        if covariates.past is None and covariates.future is None and covariates.static is None:
+            return None
+        return covariates
+
     @io_processor
     def forward(self, x_in: PLModuleInput) -> PLModuleOutput:
         x = x_in.past_target.to(self.dtype)  # (B, L, C)
-        return PLModuleOutput(prediction=self.network(x))  # (B, H, C, Q)
+        return PLModuleOutput(prediction=self.network(x, self._covariates(x_in)))  # (B,H,C,Q)
 
     def training_step(self, train_batch: TorchTrainingBatch, batch_idx: int) -> torch.Tensor:
         """One GRPG step (:meth:`~reinpatch_forecast.nn.ReinPatchNetwork.training_losses`).
@@ -124,7 +145,8 @@ class _ReinPatchModule(PLForecastingModule):
         def sample_loss(prediction: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
             return elementwise_loss(prediction, target, self.likelihood, self.train_criterion)
 
-        losses = self.network.training_losses(x, target, backbone_loss, sample_loss)
+        losses = self.network.training_losses(x, target, backbone_loss, sample_loss,
+                                              covariates=self._covariates(train_batch))
         size = x.shape[0]
         self.log("train_loss", losses.backbone_loss, batch_size=size, prog_bar=True,
                  sync_dist=True)
@@ -181,6 +203,15 @@ class _ReinPatchModule(PLForecastingModule):
             self.optimizer_cls = optimizer_cls
 
 
+def _cast(tensor: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
+    return None if tensor is None else tensor.to(dtype)
+
+
+def _width(array: np.ndarray | None) -> int:
+    """Features of a sample's covariate array ``(T, F)`` (0 when absent)."""
+    return 0 if array is None else int(array.shape[-1])
+
+
 @contextlib.contextmanager
 def _explained_load_errors(path: str) -> Iterator[None]:
     """Turn a low-level error of reading the intact file ``path`` into :func:`load_error`'s.
@@ -212,7 +243,7 @@ def _as_float32(series):
     return [_as_float32(s) for s in series]
 
 
-class ReinPatchModel(PastCovariatesTorchModel):
+class ReinPatchModel(MixedCovariatesTorchModel):
     """ReinPatch: a Transformer over variable-size patches chosen by a policy trained with GRPG.
 
     Each target component's lookback window is cut into ``ceil(L / compression_rate)``
@@ -233,6 +264,9 @@ class ReinPatchModel(PastCovariatesTorchModel):
     output_chunk_shift
         Steps between the end of the input and the start of the output.
     %(options)s
+    use_static_covariates
+        Use the static covariates of the series (an embedding added to every token) when they
+        have any; ``False`` ignores them.
     **kwargs
         Every argument of darts' ``TorchForecastingModel`` (``batch_size``, ``n_epochs``,
         ``likelihood``, ``loss_fn``, ``optimizer_kwargs``, ``lr_scheduler_cls``,
@@ -289,6 +323,7 @@ class ReinPatchModel(PastCovariatesTorchModel):
         group_size: int = TrainingOptions.group_size,
         kl_coef: float = TrainingOptions.kl_coef,
         patcher_lr: float | None = TrainingOptions.patcher_lr,
+        use_static_covariates: bool = True,
         **kwargs,
     ) -> None:
         if kwargs.get("use_reversible_instance_norm"):
@@ -303,6 +338,7 @@ class ReinPatchModel(PastCovariatesTorchModel):
             torch_params["model_name"] = _default_model_name()
         super().__init__(**torch_params)
         self.pl_module_params = self._extract_pl_module_params(**self.model_params)
+        self._considers_static_covariates = use_static_covariates
         # A patcher object or file becomes a plain state (tensors and primitives), so that the
         # model pickles and darts can load it without trusting arbitrary classes.
         self._foundation_state: dict | None = None
@@ -361,6 +397,10 @@ class ReinPatchModel(PastCovariatesTorchModel):
         config = dict(
             self.network_config.to_dict(), n_channels=n_channels, nr_params=nr_params,
             param_kinds=param_kinds, monotone_params=quantile_levels is not None,
+            n_past_covariates=(_width(train_sample.past_covariates)
+                               + _width(train_sample.historic_future_covariates)),
+            n_future_covariates=_width(train_sample.future_covariates),
+            n_static_covariates=_width(train_sample.static_covariates),
         )
         module = _ReinPatchModule(
             network_config=config,
@@ -374,39 +414,24 @@ class ReinPatchModel(PastCovariatesTorchModel):
         return module
 
     @property
-    def supports_past_covariates(self) -> bool:
-        return False
+    def supports_multivariate(self) -> bool:
+        return True
 
     @property
-    def supports_multivariate(self) -> bool:
+    def supports_static_covariates(self) -> bool:
         return True
 
     @property
     def supports_likelihood_parameter_prediction(self) -> bool:
         return True
 
-    # darts' PastCovariatesTorchModel declares past-covariate lags that this model never reads.
-    @property
-    def extreme_lags(self):
-        return (
-            -self.input_chunk_length,
-            self.output_chunk_length - 1 + self.output_chunk_shift,
-            None,
-            None,
-            None,
-            None,
-            self.output_chunk_shift,
-        )
-
     # -- public API -------------------------------------------------------------------------
     @staticmethod
-    def _reject_past_covariates(*covariates) -> None:
-        if any(c is not None for c in covariates):
-            raise ValueError(
-                "ReinPatchModel does not use past covariates: it forecasts each target "
-                "component from its own history. Drop `past_covariates`, or stack the covariates "
-                "into the target series (series.stack(covariates)) to forecast them jointly."
-            )
+    def _check_covariates(**covariates) -> None:
+        """Raise a ``ValueError`` if a covariate series has NaN, infinite or huge values
+        (darts checks their time spans, not their values)."""
+        for name, value in covariates.items():
+            check_darts_series(value, name, 1, "a covariate")
 
     # Overridden because darts lacks: early series checks with messages that say what to change,
     # the float32 cast, and Ctrl+C as a KeyboardInterrupt (Lightning calls sys.exit).
@@ -417,12 +442,17 @@ class ReinPatchModel(PastCovariatesTorchModel):
         future_covariates=None,
         val_series=None,
         val_past_covariates=None,
+        val_future_covariates=None,
         *args,
         **kwargs,
     ) -> "ReinPatchModel":
         """Train the model; see darts' ``TorchForecastingModel.fit``.
 
-        Series are cast to float32 (the network's precision). Past covariates are rejected.
+        Series and covariates are cast to float32 (the network's precision). Past covariates
+        (and the history of future covariates) are averaged over each target patch and added to
+        its token; future covariates enter the forecast step by step; static covariates of the
+        series (``use_static_covariates=True``, darts' default) become an embedding of every
+        token. darts checks that covariates cover the windows and names the missing span.
 
         Raises
         ------
@@ -435,7 +465,10 @@ class ReinPatchModel(PastCovariatesTorchModel):
         KeyboardInterrupt
             On Ctrl+C: training stops, and the model keeps the weights of its last step.
         """
-        self._reject_past_covariates(past_covariates, val_past_covariates)
+        self._check_covariates(past_covariates=past_covariates,
+                               future_covariates=future_covariates,
+                               val_past_covariates=val_past_covariates,
+                               val_future_covariates=val_future_covariates)
         length = self.input_chunk_length + self.output_chunk_length + self.output_chunk_shift
         shift = self.output_chunk_shift
         shift = f" + output_chunk_shift={shift}" if shift else ""
@@ -450,8 +483,9 @@ class ReinPatchModel(PastCovariatesTorchModel):
         sigint_handler = signal.getsignal(signal.SIGINT)
         try:
             super().fit(
-                _as_float32(series), None, future_covariates, _as_float32(val_series), None,
-                *args, **kwargs,
+                _as_float32(series), _as_float32(past_covariates), _as_float32(future_covariates),
+                _as_float32(val_series), _as_float32(val_past_covariates),
+                _as_float32(val_future_covariates), *args, **kwargs,
             )
         except SystemExit as error:
             # Lightning answers Ctrl+C (KeyboardInterrupt) by stopping training, ignoring SIGINT
@@ -492,14 +526,14 @@ class ReinPatchModel(PastCovariatesTorchModel):
         super()._train(trainer, model, *args, **kwargs)
 
     # Overridden because darts lacks: the window checks (length, finite values) with messages.
-    def predict(self, n: int, series=None, past_covariates=None, *args, **kwargs):
+    def predict(self, n: int, series=None, past_covariates=None, future_covariates=None,
+                *args, **kwargs):
         """Forecast ``n`` steps; see darts' ``TorchForecastingModel.predict``.
 
         A model whose ``pl_trainer_kwargs`` train on several devices (DDP) predicts on one
         device (the one of this process), so that every process gets every forecast; pass
         ``trainer`` to choose another.
         """
-        self._reject_past_covariates(past_covariates)
         if not self._fit_called or self.model is None:
             raise ValueError(
                 "This ReinPatchModel is not trained yet: call fit() before predict(), or load "
@@ -512,7 +546,23 @@ class ReinPatchModel(PastCovariatesTorchModel):
             tail=self.input_chunk_length,
             fix="Pass a longer series, or a model with a smaller input_chunk_length.",
         )
-        return super().predict(n, _as_float32(series), None, *args, **kwargs)
+        self._check_covariates(past_covariates=past_covariates,
+                               future_covariates=future_covariates)
+        for kind, given, used in (("past", past_covariates, self.uses_past_covariates),
+                                  ("future", future_covariates, self.uses_future_covariates)):
+            if given is not None and not used:
+                raise ValueError(
+                    f"This model was trained without {kind}_covariates, so it cannot use them: "
+                    f"drop {kind}_covariates from predict(), or fit the model with them."
+                )
+            if given is None and used and series is not None:
+                # darts would take the training covariates, which need not match `series`
+                raise ValueError(
+                    f"This model was trained with {kind}_covariates: pass the {kind}_covariates "
+                    f"of `series` to predict() as well."
+                )
+        return super().predict(n, _as_float32(series), _as_float32(past_covariates),
+                               _as_float32(future_covariates), *args, **kwargs)
 
     # darts lacks single-device prediction under DDP: Lightning splits the series of a
     # prediction among the processes of a distributed trainer, so each process would get only
@@ -534,7 +584,7 @@ class ReinPatchModel(PastCovariatesTorchModel):
         plugins = list(trainer_params.get("plugins") or [])
         if not any(isinstance(plugin, TorchCheckpointIO) for plugin in plugins):
             trainer_params = {**trainer_params, "plugins": plugins + [AtomicCheckpointIO()]}
-        return PastCovariatesTorchModel._init_trainer(trainer_params, max_epochs)
+        return MixedCovariatesTorchModel._init_trainer(trainer_params, max_epochs)
 
     def _setup_trainer(self, trainer, model, verbose=None, epochs=0):
         built = super()._setup_trainer(trainer, model, verbose, epochs)
@@ -629,7 +679,7 @@ class ReinPatchModel(PastCovariatesTorchModel):
         if os.path.exists(os.path.join(folder, INIT_MODEL_NAME)):
             check_saved_file(os.path.join(folder, INIT_MODEL_NAME), "model file of the checkpoints")
         with _explained_load_errors(path):
-            model = PastCovariatesTorchModel.load_from_checkpoint(
+            model = MixedCovariatesTorchModel.load_from_checkpoint(
                 model_name, work_dir=work_dir, file_name=file_name, best=best, trusted=trusted,
                 **kwargs,
             )

@@ -3,6 +3,7 @@
 from .backbone import Backbone, BackboneConfig, PatchTokeniser
 from .grpg import PolicyLoss, policy_loss, self_critical_advantages
 from .config import ReinPatchConfig
+from .covariates import CovariateEmbedding, Covariates
 from .network import ReinPatchNetwork, TrainingLosses
 from .patchers import (
     PATCHER_NAMES,
@@ -21,7 +22,8 @@ from .revin import InstanceStats, RevIN
 
 __all__ = [
     "Backbone", "BackboneConfig", "PatchTokeniser", "PolicyLoss", "self_critical_advantages",
-    "policy_loss", "ReinPatchConfig", "ReinPatchNetwork", "TrainingLosses", "POLICY_NAMES",
+    "policy_loss", "ReinPatchConfig", "Covariates", "CovariateEmbedding", "ReinPatchNetwork",
+    "TrainingLosses", "POLICY_NAMES",
     "DEFAULT_POLICY", "OffsetPolicy", "DensityPolicy", "TopKPolicy", "uniform_starts",
     "PATCHER_NAMES", "LearnedPatcher", "Patcher", "Patching", "RandomPatcher", "UniformPatcher",
     "VolatilityPatcher", "make_patcher", "plackett_luce_log_prob", "InstanceStats", "RevIN",

@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .chunking import map_row_chunks, rows_per_chunk
+from .covariates import CovariateEmbedding, Covariates
 from .segments import (
     coarse_token_starts,
     patch_lengths,
@@ -72,6 +73,9 @@ class BackboneConfig:
     n_coarse_patches
         ``N2`` for two-level patching (``1 <= N2 <= N``), ``None`` for one level. It adds a
         coarse encoder of ``n_layers`` layers and widens the head to ``(N + N2) * d``.
+    n_past_covariates, n_future_covariates, n_static_covariates
+        Covariate features of each kind (``Cp``, ``Cf``, ``Cs``; 0: none), see
+        :mod:`~reinpatch_forecast.nn.covariates`.
     """
 
     input_length: int
@@ -89,6 +93,9 @@ class BackboneConfig:
     use_position: bool = True
     local_activation: bool = True
     n_coarse_patches: int | None = None
+    n_past_covariates: int = 0
+    n_future_covariates: int = 0
+    n_static_covariates: int = 0
 
     def __post_init__(self) -> None:
         if not (self.use_local_mean or self.use_resampled or self.use_position):
@@ -105,6 +112,9 @@ class BackboneConfig:
                      "n_heads", "n_layers", "resample_points", "ff_multiplier"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}.")
+        for name in ("n_past_covariates", "n_future_covariates", "n_static_covariates"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}.")
         if self.n_coarse_patches is not None and not 1 <= self.n_coarse_patches <= self.n_patches:
             raise ValueError(
                 f"n_coarse_patches must be None (one level) or between 1 and "
@@ -115,6 +125,12 @@ class BackboneConfig:
     def levels(self) -> int:
         """1, or 2 when ``n_coarse_patches`` is set."""
         return 1 if self.n_coarse_patches is None else 2
+
+    @property
+    def uses_covariates(self) -> bool:
+        """Whether any covariate kind has features."""
+        return bool(self.n_past_covariates or self.n_future_covariates
+                    or self.n_static_covariates)
 
 
 def sinusoidal_features(positions: Tensor, n_frequencies: int, max_period: float) -> Tensor:
@@ -318,6 +334,14 @@ class Backbone(nn.Module):
                 )
             n_tokens += config.n_coarse_patches
         self.head = nn.Linear(n_tokens * config.d_model, config.output_length * config.nr_params)
+        self.covariates = None
+        if config.uses_covariates:
+            # Built last and only with covariates: the other weights a seed draws stay those
+            # of a network without covariates.
+            self.covariates = CovariateEmbedding(
+                config.n_past_covariates, config.n_future_covariates,
+                config.n_static_covariates, config.d_model, config.nr_params,
+            )
 
     def _coarse_tokens(self, fine: Tensor, x: Tensor, starts: Tensor,
                        coarse_starts: Tensor) -> Tensor:
@@ -336,7 +360,8 @@ class Backbone(nn.Module):
 
     def forward(self, x: Tensor, starts: Tensor, local: Tensor | None = None,
                 coarse_starts: Tensor | None = None,
-                chunk_rows: int | None = None) -> Tensor:
+                chunk_rows: int | None = None,
+                covariates: Covariates | None = None) -> Tensor:
         """Normalised forecast of every patching.
 
         Large inputs on the CPU run in chunks of whole series (all ``G`` patchings of a series
@@ -360,6 +385,9 @@ class Backbone(nn.Module):
             Series per chunk on the CPU; default :meth:`chunk_rows`. Two passes given the same
             value split the rows alike, so they draw the same dropout masks from the same
             random state (the GRPG step relies on it).
+        covariates
+            The rows' covariates (:meth:`Covariates.rows`: ``past`` ``(R, L, Cp)``, ``future``
+            ``(R, H, Cf)``, ``static`` ``(R, Cs)``); exactly the kinds the config names.
 
         Returns
         -------
@@ -373,10 +401,21 @@ class Backbone(nn.Module):
                 if two_levels else
                 "This backbone has one level (n_coarse_patches=None): coarse_starts must be None."
             )
+        if self.covariates is not None:
+            self.covariates.check(covariates)
+        elif covariates is not None and any(
+                value is not None for value in (covariates.past, covariates.future,
+                                                covariates.static)):
+            raise ValueError(
+                "This network was built without covariates: pass covariates=None, or build it "
+                "with n_past_covariates / n_future_covariates / n_static_covariates."
+            )
+        given = covariates or Covariates()
         if chunk_rows is None:
             rows, group, _ = starts.shape
             chunk_rows = self.chunk_rows(rows, group, x.shape[-1], local is None)
-        return map_row_chunks(self._forward, (x, starts, local, coarse_starts),
+        return map_row_chunks(self._forward, (x, starts, local, coarse_starts, given.past,
+                                              given.future, given.static),
                               chunk_rows)  # (R*G, H, Q)
 
     #: Most elements (float32: 4 bytes each) of one activation tensor of a backbone pass
@@ -401,11 +440,17 @@ class Backbone(nn.Module):
         return rows_per_chunk(self.chunk_elements, per_row)
 
     def _forward(self, x: Tensor, starts: Tensor, local: Tensor | None,
-                 coarse_starts: Tensor | None) -> Tensor:
+                 coarse_starts: Tensor | None, past: Tensor | None = None,
+                 future: Tensor | None = None, static: Tensor | None = None) -> Tensor:
         """:meth:`forward` on one chunk of series, ``(r*G, H, Q)``."""
         group = starts.shape[1]
         two_levels = coarse_starts is not None
+        rows = Covariates(past=past, future=future, static=static)
         h = self.tokeniser(x, starts, local)  # (R*G, N, d)
+        if self.covariates is not None:
+            offsets = self.covariates.token_offsets(rows, starts)  # (R, G|1, N|1, d)
+            if offsets is not None:
+                h = (h.reshape(*starts.shape, -1) + offsets).flatten(0, 1)  # (R*G, N, d)
         for layer in self.layers:
             h = layer(h, group)  # (R*G, N, d)
         flat = self.final_norm(h).flatten(1)  # (R*G, N*d)
@@ -418,4 +463,8 @@ class Backbone(nn.Module):
             flat = torch.cat([flat, self.coarse_norm(coarse).flatten(1)], dim=1)  # (R*G, (N+N2)*d)
         flat = group_dropout(flat, self.config.dropout, group, self.training)
         out = self.head(flat)  # (R*G, H*Q)
-        return out.reshape(-1, self.config.output_length, self.config.nr_params)  # (R*G, H, Q)
+        out = out.reshape(-1, self.config.output_length, self.config.nr_params)  # (R*G, H, Q)
+        if self.covariates is not None and self.covariates.n_future:
+            horizon = self.covariates.horizon_offsets(rows)  # (R, H, Q)
+            out = out + horizon.repeat_interleave(group, dim=0)  # (R*G, H, Q)
+        return out

@@ -31,7 +31,8 @@ class ReinPatchConfig:
     Users set :class:`~reinpatch_forecast.options.ModelOptions` and
     :class:`~reinpatch_forecast.options.TrainingOptions`; the darts model builds this from them
     (``options.network_config``) and adds what the data and the loss fix at the first fit:
-    ``n_channels``, ``nr_params``, ``param_kinds`` and ``monotone_params``. The defaults here
+    ``n_channels``, ``nr_params``, ``param_kinds``, ``monotone_params`` and the covariate
+    widths. The defaults here
     equal the options' (``tests/test_options.py`` checks), as ``nn`` imports nothing above it.
 
     Attributes
@@ -81,6 +82,9 @@ class ReinPatchConfig:
         ``density_sigma``, ``density_knots``, ``min_length``); ``None``: its defaults.
     revin, revin_affine
         Instance normalisation of every series, and its optional affine map.
+    n_past_covariates, n_future_covariates, n_static_covariates
+        Covariate features the backbone reads (see :mod:`~reinpatch_forecast.nn.covariates`);
+        like ``n_channels``, derived from the data at the first fit.
     levels
         Boundary levels: 1, or 2 for a second, coarser set of starts nested in the first
         (see :class:`~reinpatch_forecast.nn.patchers.LearnedPatcher` and
@@ -115,6 +119,9 @@ class ReinPatchConfig:
     revin: bool = True
     revin_affine: bool = False
     levels: int = 1
+    n_past_covariates: int = 0
+    n_future_covariates: int = 0
+    n_static_covariates: int = 0
     backbone: BackboneConfig = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -173,6 +180,9 @@ class ReinPatchConfig:
             use_position=self.use_position,
             local_activation=self.local_activation,
             n_coarse_patches=self.n_coarse_patches,
+            n_past_covariates=self.n_past_covariates,
+            n_future_covariates=self.n_future_covariates,
+            n_static_covariates=self.n_static_covariates,
         )
 
     def _check_levels(self) -> None:

@@ -25,6 +25,7 @@ from torch import Tensor, nn
 
 from .backbone import Backbone
 from .config import PARAM_KINDS, ReinPatchConfig
+from .covariates import Covariates
 from .grpg import policy_loss, self_critical_advantages
 from .grid import uniform_starts
 from .learned_patcher import LearnedPatcher
@@ -210,15 +211,16 @@ class ReinPatchNetwork(nn.Module):
 
     def _forecast(self, backbone_input: Tensor, starts: Tensor, stats: InstanceStats | None,
                   batch: int, channels: int, local: Tensor | None = None,
-                  coarse_starts: Tensor | None = None, chunk_rows: int | None = None) -> Tensor:
+                  coarse_starts: Tensor | None = None, chunk_rows: int | None = None,
+                  covariates: Covariates | None = None) -> Tensor:
         """Forecasts ``(B, G, H, C, Q)`` of the patchings ``starts`` ``(R, G, N)``.
 
-        ``local`` ``(R, L, d)``, ``coarse_starts`` ``(R, G, N2)`` and ``chunk_rows`` are passed
-        on to :meth:`~reinpatch_forecast.nn.backbone.Backbone.forward`.
+        ``local`` ``(R, L, d)``, ``coarse_starts`` ``(R, G, N2)``, ``chunk_rows`` and the rows'
+        ``covariates`` are passed on to :meth:`~reinpatch_forecast.nn.backbone.Backbone.forward`.
         """
         group = starts.shape[1]
         out = self.backbone(backbone_input, starts, local, coarse_starts,
-                            chunk_rows)  # (R*G, H, Q)
+                            chunk_rows, covariates)  # (R*G, H, Q)
         out = self._denormalise(out, stats)  # (R*G, H, Q)
         if self.config.monotone_params:
             out = torch.sort(out, dim=-1).values  # (R*G, H, Q)
@@ -234,13 +236,16 @@ class ReinPatchNetwork(nn.Module):
             )
 
     # -- public API -------------------------------------------------------------------------
-    def forward(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor, covariates: Covariates | None = None) -> Tensor:
         """Forecast with the patcher's deterministic boundaries.
 
         Parameters
         ----------
         x
             ``(B, L, C)`` lookback windows.
+        covariates
+            The windows' covariates (:class:`~reinpatch_forecast.nn.covariates.Covariates`),
+            the kinds and widths the config names; ``None`` without.
 
         Returns
         -------
@@ -252,7 +257,8 @@ class ReinPatchNetwork(nn.Module):
         patcher_input, backbone_input, stats = self._normalise(x)
         patching = self._decode(patcher_input)  # starts (R, 1, N)
         out = self._forecast(backbone_input, patching.starts, stats, batch, channels,
-                             coarse_starts=patching.coarse_starts)
+                             coarse_starts=patching.coarse_starts,
+                             covariates=_rows(covariates, channels))
         return out[:, 0]  # (B, H, C, Q)
 
     def boundaries(self, x: Tensor) -> Tensor:
@@ -296,6 +302,7 @@ class ReinPatchNetwork(nn.Module):
         backbone_loss: Callable[[Tensor, Tensor], Tensor] | None = None,
         sample_loss: Callable[[Tensor, Tensor], Tensor] | None = None,
         group_size: int | None = None,
+        covariates: Covariates | None = None,
     ) -> TrainingLosses:
         """Losses of one training step: the GRPG step (v2 protocol, ``design.md`` §1).
 
@@ -325,6 +332,9 @@ class ReinPatchNetwork(nn.Module):
             the squared error of the first parameter.
         group_size
             ``G``; defaults to ``config.group_size``.
+        covariates
+            The windows' covariates, as in :meth:`forward`; the decode and every sample read
+            the same ones.
 
         Returns
         -------
@@ -337,6 +347,7 @@ class ReinPatchNetwork(nn.Module):
             sample_loss = _squared_error
         batch, length, channels = x.shape
         patcher_input, backbone_input, stats = self._normalise(x)
+        rows = _rows(covariates, channels)
         if not self.trains_patcher:
             if isinstance(self.patcher, LearnedPatcher):
                 # A frozen policy trains the backbone on the boundaries it will predict with.
@@ -344,7 +355,8 @@ class ReinPatchNetwork(nn.Module):
             else:
                 patching = self._sample(patcher_input, 1)
             prediction = self._forecast(backbone_input, patching.starts, stats, batch, channels,
-                                        coarse_starts=patching.coarse_starts)[:, 0]
+                                        coarse_starts=patching.coarse_starts,
+                                        covariates=rows)[:, 0]
             loss = backbone_loss(prediction, y)
             zero = loss.new_zeros(())
             return self._losses(loss, zero, prediction, -loss.detach(), zero, patching, zero)
@@ -359,12 +371,12 @@ class ReinPatchNetwork(nn.Module):
         with _replayed_randomness(x.device, enabled=self.training):
             prediction = self._forecast(
                 backbone_input, decoded.starts, stats, batch, channels, local,
-                decoded.coarse_starts, chunk_rows,
+                decoded.coarse_starts, chunk_rows, rows,
             )[:, 0]  # (B, H, C, Q)
         with torch.no_grad():
             sampled = self._forecast(
                 backbone_input, samples.starts, stats, batch, channels, local,
-                samples.coarse_starts, chunk_rows,
+                samples.coarse_starts, chunk_rows, rows,
             )  # (B, G, H, C, Q)
         loss = backbone_loss(prediction, y)
 
@@ -400,6 +412,11 @@ class ReinPatchNetwork(nn.Module):
             patch_length_std=lengths.std(dim=-1, unbiased=False).mean(),
             grid_shift=(starts - grid).abs().float().mean(),
         )
+
+
+def _rows(covariates: Covariates | None, channels: int) -> Covariates | None:
+    """The covariates of every row (channels folded into the batch), or ``None``."""
+    return None if covariates is None else covariates.rows(channels)
 
 
 def _mean_squared_error(prediction: Tensor, target: Tensor) -> Tensor:

@@ -34,7 +34,14 @@ from .._lightning import quiet_lightning, quiet_trainer_kwargs
 from ..options import ModelOptions, TrainingOptions, document_options, network_config, \
     option_names, options_from
 from ..validation import check_finite_values, explain_non_numeric_y
-from ._frames import split_instances, steps_and_index, to_darts
+from ._frames import (
+    covariate_rows,
+    future_rows,
+    horizon_labels,
+    split_instances,
+    steps_and_index,
+    to_darts,
+)
 
 _LIKELIHOODS = (None, "quantile", "gaussian")
 
@@ -98,7 +105,7 @@ class ReinPatchForecaster(BaseForecaster):
 
     The model is channel independent: every column of ``y`` is forecast from its own history by
     one shared network. A panel or hierarchical ``y`` trains one global model on all its series.
-    Exogenous ``X`` is ignored.
+    Exogenous ``X`` (optional) is given to every column as covariates (see ``covariates``).
 
     Parameters
     ----------
@@ -123,6 +130,13 @@ class ReinPatchForecaster(BaseForecaster):
         default levels from 0.01 to 0.99.
     num_samples : int, default=200
         Samples drawn per forecast step for ``predict_quantiles`` / ``predict_interval``.
+    covariates : {"future", "past"}, default="future"
+        How exogenous ``X`` reaches the network. ``"future"``: ``X`` is known ahead (calendar
+        features, planned events), so ``predict`` needs ``X`` at the steps of ``fh`` (a step
+        between the cutoff and the last step of ``fh`` that ``X`` does not give takes the last
+        known values); the darts model gets it as future covariates. ``"past"``: only the
+        history of ``X`` is used (past covariates), so ``X`` in ``predict`` may be left out.
+        Every column of ``X`` is a covariate of every column of ``y``.
     random_state : int, RandomState or None, default=None
         Seed of training and sampling. With a seed, ``fit`` then ``predict`` (and the
         probabilistic predictions) are reproducible.
@@ -183,9 +197,9 @@ class ReinPatchForecaster(BaseForecaster):
         # estimator type
         # --------------
         "y_inner_mtype": ["pd.DataFrame", "pd-multiindex", "pd_multiindex_hier"],
-        "X_inner_mtype": "pd.DataFrame",
+        "X_inner_mtype": ["pd.DataFrame", "pd-multiindex", "pd_multiindex_hier"],
         "capability:multivariate": True,
-        "capability:exogenous": False,
+        "capability:exogenous": True,
         "capability:insample": False,
         "capability:pred_int": True,  # set per instance: True only with a likelihood
         "capability:pred_int:insample": False,
@@ -229,6 +243,7 @@ class ReinPatchForecaster(BaseForecaster):
         likelihood: str | None = None,
         quantiles: Sequence[float] | None = None,
         num_samples: int = 200,
+        covariates: str = "future",
         random_state: int | np.random.RandomState | None = None,
         pl_trainer_kwargs: dict | None = None,
     ) -> None:
@@ -253,6 +268,7 @@ class ReinPatchForecaster(BaseForecaster):
         self.likelihood = likelihood
         self.quantiles = quantiles
         self.num_samples = num_samples
+        self.covariates = covariates
         self.random_state = random_state
         self.pl_trainer_kwargs = pl_trainer_kwargs
 
@@ -281,6 +297,11 @@ class ReinPatchForecaster(BaseForecaster):
                 )
         if not isinstance(self.num_samples, (int, np.integer)) or self.num_samples < 1:
             raise ValueError(f"num_samples must be a positive integer, got {self.num_samples!r}.")
+        if self.covariates not in ("future", "past"):
+            raise ValueError(
+                f"covariates must be 'future' (X is known over the forecast horizon) or 'past' "
+                f"(only the history of X is used), got {self.covariates!r}."
+            )
         if not isinstance(self.n_epochs, (int, np.integer)) or self.n_epochs < 1:
             raise ValueError(f"n_epochs must be a positive integer, got {self.n_epochs!r}.")
         from ..nn import DEFAULT_POLICY, PATCHER_NAMES
@@ -332,10 +353,34 @@ class ReinPatchForecaster(BaseForecaster):
         )
 
     @staticmethod
-    def _train(model, series: list) -> None:
-        """Train (or continue training) ``model`` on a list of univariate darts series."""
+    def _train(model, series: list, covariates: dict | None = None) -> None:
+        """Train (or continue training) ``model`` on a list of univariate darts series, with
+        their covariates (``{"future_covariates": [...]}`` or past ones) if any."""
         with quiet_lightning():
-            model.fit(series, verbose=False)
+            model.fit(series, verbose=False, **(covariates or {}))
+
+    def _covariates_for(self, instances, X: pd.DataFrame | None, what: str,
+                        n: int = 0, X_ahead: pd.DataFrame | None = None) -> dict:
+        """The darts covariate argument of ``instances``: ``X`` of each instance, once per
+        column of ``y`` (every column is its own darts series), on the positions of the series.
+
+        For a forecast (``n > 0``) the series are the last ``input_chunk_length`` steps, and
+        future covariates continue over the ``n`` steps after them, from ``X_ahead``.
+        """
+        if X is None:
+            return {}
+        from darts import TimeSeries
+
+        series = []
+        for key, frame in instances:
+            labels = frame.index if n == 0 else frame.index[-self.input_chunk_length:]
+            values = covariate_rows(X, key, labels, what)  # (T, F)
+            if n and self.covariates == "future":
+                ahead = horizon_labels(frame, n, self._fh)
+                values = np.concatenate([values, future_rows(X_ahead, key, ahead, values)])
+            covariate = TimeSeries.from_values(values)
+            series.extend([covariate] * frame.shape[1])
+        return {f"{self.covariates}_covariates": series}
 
     # -- data conversion ----------------------------------------------------------------------
     def _check_data(self, instances, min_length: int, purpose: str) -> None:
@@ -400,7 +445,8 @@ class ReinPatchForecaster(BaseForecaster):
         ----------
         y : pd.DataFrame
             One series, or a panel / hierarchy (row MultiIndex) trained as one global model.
-        X : ignored
+        X : pd.DataFrame or None
+            Exogenous data with the time index of ``y``: covariates of every column of ``y``.
         fh : ForecastingHorizon
             Its largest step is the network's horizon.
 
@@ -408,7 +454,7 @@ class ReinPatchForecaster(BaseForecaster):
         -------
         self : reference to self
         """
-        self._cur_y = y
+        self._cur_y, self._cur_X = y, X
         instances = split_instances(y)
         horizon = self._horizon_of(fh, instances)
         if hasattr(self, "pretrained_model_"):
@@ -424,7 +470,8 @@ class ReinPatchForecaster(BaseForecaster):
         else:
             model = self._build_model(horizon)
         self._check_data(instances, self.input_chunk_length + horizon, "training")
-        self._train(model, to_darts([frame for _, frame in instances]))
+        self._train(model, to_darts([frame for _, frame in instances]),
+                    self._covariates_for(instances, X, "training"))
         self.model_ = _TrainedModel(model)
         self.horizon_ = horizon
         self._sampling_seed = self._seed()
@@ -437,7 +484,8 @@ class ReinPatchForecaster(BaseForecaster):
         ----------
         y : pd.DataFrame
             New observations, in the format of ``fit``.
-        X : ignored
+        X : pd.DataFrame or None
+            The exogenous data of the new observations (needed when ``fit`` had ``X``).
         update_params : bool, default=True
             Continue training the network for ``n_epochs`` epochs on all data seen so far.
             With ``False`` the weights stay; forecasts read the latest lookback window.
@@ -449,10 +497,13 @@ class ReinPatchForecaster(BaseForecaster):
         from sktime.datatypes import update_data
 
         self._cur_y = update_data(self._cur_y, y)
+        if self._cur_X is not None and X is not None:
+            self._cur_X = update_data(self._cur_X, X)
         if update_params:
             instances = split_instances(self._cur_y)
             self._check_data(instances, self.input_chunk_length + self.horizon_, "training")
-            self._train(self.model_.model, to_darts([frame for _, frame in instances]))
+            self._train(self.model_.model, to_darts([frame for _, frame in instances]),
+                        self._covariates_for(instances, self._cur_X, "training"))
         return self
 
     def _forecast_plan(self, fh: ForecastingHorizon):
@@ -474,11 +525,18 @@ class ReinPatchForecaster(BaseForecaster):
             )
         return plans, n
 
-    def _darts_predict(self, n: int, frames: list[pd.DataFrame], **kwargs) -> list:
+    def _darts_predict(self, n: int, plans, X: pd.DataFrame | None, **kwargs) -> list:
         model = self.model_.model
-        series = to_darts(frames, tail=self.input_chunk_length)
+        instances = [(key, frame) for key, frame, _, _ in plans]
+        series = to_darts([frame for _, frame in instances], tail=self.input_chunk_length)
+        if self._cur_X is not None and self.covariates == "future" and X is None:
+            raise ValueError(
+                "This forecaster was fitted with X as future covariates (covariates='future'), "
+                "so predict needs X at the steps of fh. Pass X, or use covariates='past'."
+            )
+        covariates = self._covariates_for(instances, self._cur_X, "a forecast", n, X)
         with quiet_lightning():
-            return model.predict(n, series=series, verbose=False, **kwargs)
+            return model.predict(n, series=series, verbose=False, **covariates, **kwargs)
 
     def _assemble(self, plans, blocks: list[np.ndarray], columns) -> pd.DataFrame:
         """Stack per-series ``(len(fh), k)`` blocks into sktime's output frame."""
@@ -502,7 +560,8 @@ class ReinPatchForecaster(BaseForecaster):
         ----------
         fh : ForecastingHorizon
             Steps to forecast, out of sample, at most ``horizon_`` steps ahead.
-        X : ignored
+        X : pd.DataFrame or None
+            Exogenous data at the steps of ``fh`` (with ``covariates="future"``).
 
         Returns
         -------
@@ -510,13 +569,12 @@ class ReinPatchForecaster(BaseForecaster):
             Forecasts at ``fh``, with the columns of ``y``.
         """
         plans, n = self._forecast_plan(fh)
-        frames = [frame for _, frame, _, _ in plans]
         if self.likelihood is None:
-            predictions = self._darts_predict(n, frames)
+            predictions = self._darts_predict(n, plans, X)
             location = 0
         else:
             # the likelihood's location parameter: deterministic, unlike one sample
-            predictions = self._darts_predict(n, frames, predict_likelihood_parameters=True)
+            predictions = self._darts_predict(n, plans, X, predict_likelihood_parameters=True)
             model_likelihood = self.model_.model.likelihood
             quantiles = getattr(model_likelihood, "quantiles", None)
             location = quantiles.index(0.5) if quantiles is not None else 0
@@ -542,7 +600,8 @@ class ReinPatchForecaster(BaseForecaster):
         ----------
         fh : ForecastingHorizon
             Steps to forecast, out of sample, at most ``horizon_`` steps ahead.
-        X : ignored
+        X : pd.DataFrame or None
+            Exogenous data at the steps of ``fh`` (with ``covariates="future"``).
         alpha : list of float
             Quantile levels.
 
@@ -557,9 +616,8 @@ class ReinPatchForecaster(BaseForecaster):
                 "set likelihood='quantile' or likelihood='gaussian'."
             )
         plans, n = self._forecast_plan(fh)
-        frames = [frame for _, frame, _, _ in plans]
         samples = self._darts_predict(
-            n, frames, num_samples=self.num_samples, random_state=self._sampling_seed
+            n, plans, X, num_samples=self.num_samples, random_state=self._sampling_seed
         )
         values = np.stack([s.all_values(copy=False)[:, 0, :] for s in samples], axis=1)  # (n,S*C,K)
         levels = np.quantile(values, alpha, axis=-1)  # (A, n, S*C)
@@ -576,7 +634,8 @@ class ReinPatchForecaster(BaseForecaster):
         ----------
         y : pd.DataFrame
             Panel or hierarchical data (row MultiIndex).
-        X : ignored
+        X : pd.DataFrame or None
+            Exogenous data of the panel; a forecaster pretrained with ``X`` is fitted with it.
         fh : ForecastingHorizon
             Required on the first call: its largest step fixes the network's horizon.
 
@@ -593,7 +652,8 @@ class ReinPatchForecaster(BaseForecaster):
         horizon = self._pretrain_horizon(fh, y, instances)
         self._check_data(instances, self.input_chunk_length + horizon, "pretraining")
         model = self._build_model(horizon)
-        self._train(model, to_darts([frame for _, frame in instances]))
+        self._train(model, to_darts([frame for _, frame in instances]),
+                    self._covariates_for(instances, X, "pretraining"))
         self.pretrained_model_ = _TrainedModel(model)
         self.pretrain_horizon_ = horizon
         self.n_pretrain_instances_ = len(instances)
@@ -614,7 +674,8 @@ class ReinPatchForecaster(BaseForecaster):
                 )
         self._check_data(instances, self.input_chunk_length + self.pretrain_horizon_, "pretraining")
         model = copy.deepcopy(self.pretrained_model_).model
-        self._train(model, to_darts([frame for _, frame in instances]))
+        self._train(model, to_darts([frame for _, frame in instances]),
+                    self._covariates_for(instances, X, "pretraining"))
         self.pretrained_model_ = _TrainedModel(model)
         self.n_pretrain_instances_ += len(instances)
         return self
@@ -662,7 +723,8 @@ class ReinPatchForecaster(BaseForecaster):
             under a second and fit sktime's shortest test series (10 steps, horizon up to 3): a
             point forecaster with the uniform patcher, a probabilistic one (quantile
             likelihood) with the learned patcher (default ``"density"`` policy) and GRPG groups
-            of 2, and a point forecaster with the ``"density"`` policy and another ``kl_coef``.
+            of 2, and a point forecaster with the ``"density"`` policy, another ``kl_coef`` and
+            ``X`` as past covariates (the others take it as future covariates).
             (The ``"topk"`` ablation is left out: each learned set adds 1.5-2 minutes to
             sktime's checks.)
         """
@@ -684,7 +746,7 @@ class ReinPatchForecaster(BaseForecaster):
                 "quantiles": (0.1, 0.5, 0.9),
                 "num_samples": 50,
             },
-            {**learned, "policy": "density", "kl_coef": 0.2},
+            {**learned, "policy": "density", "kl_coef": 0.2, "covariates": "past"},
         ]
 
 

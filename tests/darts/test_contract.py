@@ -240,11 +240,6 @@ def test_float64_series_is_cast(make_model, series):
                                rtol=1e-6)
 
 
-def test_past_covariates_are_rejected_clearly(make_model, series):
-    with pytest.raises(ValueError, match="does not use past covariates"):
-        make_model().fit(series, past_covariates=series)
-
-
 @pytest.mark.parametrize(
     "kwargs, message",
     [
