@@ -49,7 +49,10 @@ def test_keys_differ_by_config_and_settings(ltsf):
 def test_plan_expands_uniform_sizes_and_policies(ltsf):
     specs = ltsf.plan(["ETTh1"], [96, 192], ["uniform", "learned", "repeat"], 96, {},
                       policies=["offset", "density", "topk"])
-    assert len(specs) == 2 * (len(ltsf.UNIFORM_SIZES) + 3 + 1)
+    # per horizon: the uniform sizes, three policies, Repeat on every window and truncated
+    assert len(specs) == 2 * (len(ltsf.UNIFORM_SIZES) + 3 + 2)
+    assert {s.params.get("drop_last") for s in specs if s.model == "repeat"} == {
+        None, ltsf.REPEAT_DROP_LAST}
     assert {s.params.get("R") for s in specs if s.model == "uniform"} == set(ltsf.UNIFORM_SIZES)
     learned = [s.params for s in specs if s.model == "learned" and s.horizon == 96]
     assert learned == [{"R": 8, "G": 4, "policy": p} for p in ("offset", "density", "topk")]

@@ -347,6 +347,7 @@ def test_removed_grpg_options_are_not_parameters():
             ReinPatchForecaster(**{removed: 1})
 
 
+@pytest.mark.parametrize("policy", ["density", "topk"])
 def test_policy_reaches_the_darts_model(airline, policy):
     forecaster = tiny(policy=policy, kl_coef=0.2, group_size=2).fit(airline, fh=[1, 2])
     model = forecaster.get_fitted_params()["model"]
