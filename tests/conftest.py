@@ -34,6 +34,17 @@ def pytest_configure(config):
         config.addinivalue_line("filterwarnings", f"ignore:{message}")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _one_torch_thread_in_the_session():
+    """One torch thread before any fixture runs: module-scoped fixtures that train (the GRPG
+    learning tasks) are set up before a function-scoped fixture could act, and with two
+    threads on a busy machine they ran out of pytest's timeout."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(autouse=True)
 def _one_torch_thread():
     """Train the tiny test networks on one thread, and restore the setting afterwards.
