@@ -35,6 +35,7 @@ from darts.models.forecasting.torch_forecasting_model import (
     INIT_MODEL_NAME,
     MixedCovariatesTorchModel,
     _get_checkpoint_fname,
+    _get_runs_folder,
 )
 from darts.utils.data.torch_datasets.utils import (
     PLModuleInput,
@@ -518,6 +519,11 @@ class ReinPatchModel(MixedCovariatesTorchModel):
                 f"work_dir={self.work_dir!r}, best=False) restores the last one."
             )
         return message
+
+    # darts checks that the folders exist, then creates them: two processes starting models in
+    # the same work_dir at once race, and the loser fails with FileExistsError.
+    def _create_save_dirs(self) -> None:
+        os.makedirs(_get_runs_folder(self.work_dir, self.model_name), exist_ok=True)
 
     # darts attaches the module and trainer only after training: attached before, a model whose
     # first fit is interrupted keeps its weights, can predict and can be saved.

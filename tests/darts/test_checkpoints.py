@@ -167,6 +167,21 @@ def test_default_model_names_are_unique_and_a_given_name_is_kept(tmp_path):
     assert ReinPatchModel(model_name="mine", **sizes).model_name == "mine"
 
 
+def test_a_work_dir_created_by_another_process_meanwhile_is_used(tmp_path, monkeypatch):
+    """The race two processes starting together run into: the folder is created by the other
+    one between the existence check and the creation (seen as FileExistsError in darts' own
+    ``_create_save_dirs``)."""
+    from darts.models.forecasting import torch_forecasting_model
+
+    work_dir = tmp_path / "darts_logs"
+    work_dir.mkdir()
+    monkeypatch.setattr(torch_forecasting_model.os.path, "exists", lambda path: False)
+    model = ReinPatchModel(input_chunk_length=12, output_chunk_length=3, work_dir=str(work_dir),
+                           save_checkpoints=True, model_name="second")
+    assert (work_dir / "second").is_dir()
+    model._create_save_dirs()  # and again, now that its own folder exists too
+
+
 @pytest.mark.slow
 def test_processes_and_models_with_default_names_keep_their_own_checkpoints(tmp_path):
     """Two processes started together in one working directory, each creating two models in
