@@ -82,6 +82,13 @@ POLICY_SUFFIX = {"density": "", "offset": " [offset]", "topk": " [topk] (v1 abla
 #: Batch size of the LTSF-Linear test loader whose last incomplete batch was dropped.
 REPEAT_DROP_LAST = 32
 
+#: The standard protocol's training budget (issue 16, item 3), against the reduced default.
+FULL_PROTOCOL = {"epochs": 10, "patience": 3, "max_train_windows": None}
+#: The published row the reduced-budget target compares against.
+PATCHTST = "PatchTST@96 (published, other code; iTransformer Table 10)"
+#: Rows drawn in the plot (the at-a-glance names), beside the published PatchTST@96.
+PLOTTED = ("learned", "uniform R=8", "uniform tuned", "foundation (zero-shot)") + PEERS
+
 # Published numbers (other code), MSE for H = 96, 192, 336, 720; see shared/design.md §4.
 PUBLISHED = {
     "Repeat (published, LTSF-Linear; truncated test set)": {
@@ -94,7 +101,7 @@ PUBLISHED = {
         "ETTm1": (0.3153, 0.3627, 0.3880, 0.4496), "ETTm2": (0.1803, 0.2462, 0.3085, 0.4066),
         "weather": (0.1673, 0.2123, 0.2677, 0.3412),
     },
-    "PatchTST@96 (published, other code; iTransformer Table 10)": {
+    PATCHTST: {
         "ETTh1": (0.414, 0.460, 0.501, 0.500), "ETTh2": (0.302, 0.388, 0.426, 0.431),
         "ETTm1": (0.329, 0.367, 0.399, 0.454), "ETTm2": (0.175, 0.241, 0.305, 0.402),
         "weather": (0.177, 0.225, 0.278, 0.354),
@@ -502,7 +509,7 @@ def rows_for_report(runs: dict[str, dict], settings: dict[str, Any] | None = Non
     return rows
 
 
-CSV_FIELDS = ["dataset", "horizon", "model", "test_mse", "test_mse_std", "n_seeds", "seeds",
+CSV_FIELDS = ["protocol", "dataset", "horizon", "model", "test_mse", "test_mse_std", "n_seeds", "seeds",
               "test_mae", "val_mse", "epochs", "train_seconds", "grid_distance",
               "one_step_share", "first_length", "last_length", "commit", "date"]
 
@@ -520,9 +527,14 @@ def _patches(row: dict) -> str:
 
 def write_report(runs: dict[str, dict], out_dir: Path = RESULTS,
                  settings: dict[str, Any] | None = None) -> None:
-    rows = rows_for_report(runs, settings)
+    rows = [dict(row, protocol="reduced") for row in rows_for_report(runs, settings)]
+    full_rows = []
+    if settings is not None and any(settings.get(k) != v for k, v in FULL_PROTOCOL.items()):
+        full_rows = [dict(row, protocol="full")
+                     for row in rows_for_report(runs, {**settings, **FULL_PROTOCOL})
+                     if row["family"] != "repeat"]
     out_dir.mkdir(parents=True, exist_ok=True)
-    write_csv(out_dir / "ltsf.csv", rows, CSV_FIELDS)
+    write_csv(out_dir / "ltsf.csv", rows + full_rows, CSV_FIELDS)
     horizons_of: dict[str, set] = {}
     for row in rows:
         horizons_of.setdefault(row["dataset"], set()).add(row["horizon"])
@@ -548,6 +560,7 @@ def write_report(runs: dict[str, dict], out_dir: Path = RESULTS,
         "",
     ]
     lines += _at_a_glance(rows, horizons_of)
+    lines += _full_protocol(rows, full_rows)
     for dataset in sorted(horizons_of):
         lines += [f"## {dataset}", ""] + _summary(rows, dataset, sorted(horizons_of[dataset]))
         lines += ["", "Decoded patches (learned rows, test windows): mean first / last patch "
@@ -578,32 +591,50 @@ def _is_learned_row(row: dict) -> bool:
     return row["family"] in LEARNED_FAMILIES
 
 
-def _cells(rows: list[dict], model: str) -> dict[tuple[str, int], float]:
-    return {(r["dataset"], r["horizon"]): r["test_mse"] for r in rows if r["model"] == model}
+def glance_name(row: dict) -> str:
+    """The name a row is summarised under: a darts peer or tuned uniform whatever it picked on
+    validation in each cell (``dlinear``, ``uniform tuned``), any other row by its model."""
+    if row["model"].startswith("uniform tuned"):
+        return "uniform tuned"
+    if row["family"] in PEERS:
+        return row["family"]
+    return row["model"]
 
 
-def _tuned_cells(rows: list[dict]) -> dict[tuple[str, int], float]:
-    return {(r["dataset"], r["horizon"]): r["test_mse"] for r in rows
-            if r["model"].startswith("uniform tuned")}
+def _cells(rows: list[dict], name: str) -> dict[tuple[str, int], float]:
+    """Test MSE per (dataset, horizon) of the rows summarised as ``name``."""
+    return {(r["dataset"], r["horizon"]): r["test_mse"] for r in rows if glance_name(r) == name}
+
+
+def _averages(rows: list[dict], horizons_of: dict[str, set]) -> dict[str, dict[str, float]]:
+    """Average test MSE per name and dataset, for names with every horizon of the dataset."""
+    averages: dict[str, dict[str, float]] = {}
+    for name in {glance_name(r) for r in rows}:
+        cells = _cells(rows, name)
+        for dataset, horizons in horizons_of.items():
+            values = [cells.get((dataset, h)) for h in sorted(horizons)]
+            if None not in values:
+                averages.setdefault(name, {})[dataset] = float(np.mean(values))
+    return averages
+
+
+def _published_average(source: str, dataset: str, horizons: set) -> float | None:
+    table = PUBLISHED[source].get(dataset)
+    if table is None:
+        return None
+    values = dict(zip((96, 192, 336, 720), table))
+    return float(np.mean([values[h] for h in sorted(horizons)]))
 
 
 def _at_a_glance(rows: list[dict], horizons_of: dict[str, set]) -> list[str]:
     """Average test MSE per dataset and model, win counts of the learned rows, the targets."""
     datasets = sorted(horizons_of)
-    averages: dict[str, dict[str, float]] = {}
-    for dataset in datasets:
-        for model in {r["model"] for r in rows if r["dataset"] == dataset}:
-            cells = _cells(rows, model) if not model.startswith("uniform tuned") else {}
-            values = [cells.get((dataset, h)) for h in sorted(horizons_of[dataset])]
-            if cells and None not in values:
-                averages.setdefault(model, {})[dataset] = float(np.mean(values))
-        tuned = _tuned_cells(rows)
-        values = [tuned.get((dataset, h)) for h in sorted(horizons_of[dataset])]
-        if None not in values:
-            averages.setdefault("uniform tuned", {})[dataset] = float(np.mean(values))
+    averages = _averages(rows, horizons_of)
     lines = ["## At a glance", "",
              "Average test MSE over the horizons of each dataset (only models with every horizon "
-             "of that dataset; mean over seeds where there are several):", "",
+             "of that dataset; mean over seeds where there are several; darts peers and tuned "
+             "uniform at what they picked on validation per cell). Published rows, in italics, "
+             "come from other code and full training; they are not bolded:", "",
              "| model | " + " | ".join(datasets) + " |", "|---|" + "---|" * len(datasets)]
     best = {d: min((v[d] for v in averages.values() if d in v), default=None) for d in datasets}
     for model in sorted(averages):
@@ -613,18 +644,34 @@ def _at_a_glance(rows: list[dict], horizons_of: dict[str, set]) -> list[str]:
             cells.append("–" if value is None else
                          (f"**{value:.4f}**" if value == best[d] else f"{value:.4f}"))
         lines.append(f"| {model} | " + " | ".join(cells) + " |")
+    for source in PUBLISHED:
+        values = [_published_average(source, d, horizons_of[d]) for d in datasets]
+        lines.append(f"| *{source}* | " + " | ".join(
+            "–" if v is None else f"*{v:.4f}*" for v in values) + " |")
 
-    uniform8, tuned = _cells(rows, "uniform R=8"), _tuned_cells(rows)
-    learned = sorted({r["model"] for r in rows if _is_learned_row(r)})
-    lines += ["", "Wins of the learned rows (cells where their mean test MSE is lower; "
-              "ties count as losses):", "",
-              "| model | vs uniform R=8 | vs uniform tuned |", "|---|---|---|"]
+    references = ["uniform R=8", "uniform tuned", "foundation (zero-shot)", *PEERS, "repeat"]
+    references = [name for name in references if _cells(rows, name)]
+    learned = sorted({r["model"] for r in rows if _is_learned_row(r) and not r["v1"]})
+    lines += ["", "Wins of the learned rows per cell (lower mean test MSE; ties count as "
+              "losses), per dataset in brackets (first-version rows: in the tables below):", "",
+              "| model | " + " | ".join(f"vs {name}" for name in references) + " |",
+              "|---|" + "---|" * len(references)]
     for model in learned:
         cells = _cells(rows, model)
-        lines.append(f"| {model} | {_wins(cells, uniform8)} | {_wins(cells, tuned)} |")
-    lines += ["", "**Targets** (learned against uniform R=8 with the same backbone and budget: "
-              "average test MSE not above uniform R=8 on each dataset; no cell worse than "
+        lines.append(f"| {model} | " + " | ".join(
+            "–" if name == model else _wins(cells, _cells(rows, name))
+            for name in references) + " |")
+
+    lines += ["", "**Targets of the whole table** (the default learned row, averages over "
+              "the horizons of a dataset):", ""]
+    if "learned" not in averages:
+        lines.append("- no dataset with every horizon of the default learned row yet.")
+    else:
+        lines += _table_targets(averages, horizons_of)
+    lines += ["", "**Policy-v2 targets** (learned against uniform R=8 with the same backbone and "
+              "budget: average test MSE not above uniform R=8 on each dataset; no cell worse than "
               "uniform R=8 by more than 1 %):", ""]
+    uniform8 = _cells(rows, "uniform R=8")
     targets = [m for m in learned
                if any(r["model"] == m and r["family"] == "learned" and not r["v1"]
                       for r in rows)]
@@ -632,6 +679,67 @@ def _at_a_glance(rows: list[dict], horizons_of: dict[str, set]) -> list[str]:
         lines.append("- no runs of the v2 learned rows yet.")
     for model in targets:
         lines.append(f"- {_targets(model, _cells(rows, model), uniform8)}")
+    lines.append("")
+    return lines
+
+
+def _table_targets(averages: dict[str, dict[str, float]],
+                   horizons_of: dict[str, set]) -> list[str]:
+    """The three targets of issue 16 for the default learned row, met or not, with the
+    datasets that could be judged (those where both sides have every horizon)."""
+    learned = averages["learned"]
+
+    def count(reference: dict[str, float], needed: int, what: str) -> str:
+        judged = sorted(d for d in learned if d in reference)
+        met = [d for d in judged if learned[d] <= reference[d]]
+        detail = "; ".join(f"{d} {learned[d]:.4f} vs {reference[d]:.4f}" for d in judged)
+        verdict = ("met" if len(met) >= needed else
+                   "not met yet" if len(met) + len(PROFILES["full"]["datasets"]) - len(judged)
+                   >= needed else "NOT met")
+        return (f"- at or below {what} on at least {needed} of 5 datasets: **{verdict}** — "
+                f"{len(met)} of {len(judged)} judged ({detail or 'none'}).")
+
+    published = {d: _published_average(PATCHTST, d, horizons_of[d]) for d in learned}
+    lines = [count(averages.get("uniform tuned", {}), 3, "tuned uniform"),
+             count({d: v for d, v in published.items() if v is not None}, 3,
+                   "PatchTST@96's published average (reduced budget against full training)")]
+    uniform8 = averages.get("uniform R=8", {})
+    judged = sorted(d for d in learned if d in uniform8)
+    excess = {d: learned[d] / uniform8[d] - 1 for d in judged}
+    over = [d for d in judged if excess[d] > 0.02]
+    detail = "; ".join(f"{d} {100 * excess[d]:+.1f} %" for d in judged)
+    verdict = "NOT met" if over else ("met" if len(judged) == 5 else "met so far")
+    lines.append(f"- no dataset where learned is worse than uniform R=8 by more than 2 % on "
+                 f"average: **{verdict}** — {len(judged)} judged ({detail or 'none'}).")
+    return lines
+
+
+def _full_protocol(rows: list[dict], full_rows: list[dict]) -> list[str]:
+    """The cells also run under the full protocol, beside their reduced-budget rows."""
+    if not full_rows:
+        return []
+    reduced = {(r["dataset"], r["horizon"], glance_name(r)): r for r in rows}
+    lines = ["## Full protocol against the reduced budget", "",
+             "The same cells trained on every training window for up to "
+             f"{FULL_PROTOCOL['epochs']} epochs (patience {FULL_PROTOCOL['patience']}) instead "
+             "of the reduced budget above. Test MSE (in brackets: what was picked on "
+             "validation; epochs run; training seconds):", "",
+             "| dataset | H | model | reduced | full | change | epochs (full) | train s (full) |",
+             "|---|---|---|---|---|---|---|---|"]
+    for row in sorted(full_rows, key=lambda r: (r["dataset"], r["horizon"], glance_name(r))):
+        name = glance_name(row)
+        before = reduced.get((row["dataset"], row["horizon"], name))
+        picked = row["model"].partition(" (")[2].rstrip(")") if name != row["model"] else ""
+        full = _mse(row) + (f" [{picked}]" if picked else "")
+        if before is None:
+            then, change = "–", "–"
+        else:
+            then_picked = (before["model"].partition(" (")[2].rstrip(")")
+                           if name != before["model"] else "")
+            then = _mse(before) + (f" [{then_picked}]" if then_picked else "")
+            change = f"{100 * (row['test_mse'] / before['test_mse'] - 1):+.1f} %"
+        lines.append(f"| {row['dataset']} | {row['horizon']} | {name} | {then} | {full} | "
+                     f"{change} | {row['epochs']:.3g} | {row['train_seconds']:.0f} |")
     lines.append("")
     return lines
 
@@ -741,11 +849,14 @@ def _plot(rows: list[dict], out_dir: Path) -> None:
         return
     fig, axes = plt.subplots(1, len(datasets), figsize=(5 * len(datasets), 4), squeeze=False)
     for ax, dataset in zip(axes[0], datasets):
-        models = sorted({r["model"] for r in rows if r["dataset"] == dataset})
-        for model in models:
+        for name in PLOTTED:
             points = sorted((r["horizon"], r["test_mse"]) for r in rows
-                            if r["dataset"] == dataset and r["model"] == model)
-            ax.plot(*zip(*points), marker="o", label=model)
+                            if r["dataset"] == dataset and glance_name(r) == name)
+            if points:
+                ax.plot(*zip(*points), marker="o", label=name)
+        published = PUBLISHED[PATCHTST].get(dataset)
+        if published is not None:
+            ax.plot((96, 192, 336, 720), published, "k--", label="PatchTST@96 (published)")
         ax.set_title(dataset)
         ax.set_xlabel("horizon")
         ax.set_ylabel("test MSE")
