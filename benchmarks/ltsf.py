@@ -560,6 +560,8 @@ def write_report(runs: dict[str, dict], out_dir: Path = RESULTS,
         "",
     ]
     lines += _at_a_glance(rows, horizons_of)
+    lines += ["Test MSE by horizon of the main rows, beside PatchTST@96's published numbers "
+              "(dashed):", "", "![LTSF test MSE by horizon](ltsf.png)", ""]
     lines += _full_protocol(rows, full_rows)
     for dataset in sorted(horizons_of):
         lines += [f"## {dataset}", ""] + _summary(rows, dataset, sorted(horizons_of[dataset]))

@@ -86,7 +86,9 @@ def _include_benchmarks(app, docname: str, source: list[str]) -> None:
     parts = []
     for path in reports:
         relative = os.path.relpath(path, DOCS).replace(os.sep, "/")
-        parts.append(f"\n\n```{{include}} {relative}\n:heading-offset: 1\n```\n")
+        # relative-images: a report's plots lie beside it, not beside this page
+        parts.append(f"\n\n```{{include}} {relative}\n:heading-offset: 1\n"
+                     ":relative-images:\n```\n")
     source[0] += "".join(parts)
 
 
