@@ -731,19 +731,23 @@ def _full_protocol(rows: list[dict], full_rows: list[dict]) -> list[str]:
     for row in sorted(full_rows, key=lambda r: (r["dataset"], r["horizon"], glance_name(r))):
         name = glance_name(row)
         before = reduced.get((row["dataset"], row["horizon"], name))
-        picked = row["model"].partition(" (")[2].rstrip(")") if name != row["model"] else ""
-        full = _mse(row) + (f" [{picked}]" if picked else "")
+        full = _with_choice(row, name)
         if before is None:
             then, change = "–", "–"
         else:
-            then_picked = (before["model"].partition(" (")[2].rstrip(")")
-                           if name != before["model"] else "")
-            then = _mse(before) + (f" [{then_picked}]" if then_picked else "")
+            then = _with_choice(before, name)
             change = f"{100 * (row['test_mse'] / before['test_mse'] - 1):+.1f} %"
         lines.append(f"| {row['dataset']} | {row['horizon']} | {name} | {then} | {full} | "
                      f"{change} | {row['epochs']:.3g} | {row['train_seconds']:.0f} |")
     lines.append("")
     return lines
+
+
+def _with_choice(row: dict, name: str) -> str:
+    """The row's test MSE, with what it picked on validation in brackets when its model name
+    says more than its summary ``name`` (``uniform tuned (R=4)`` -> ``0.4697 [R=4]``)."""
+    picked = row["model"].partition(" (")[2].rstrip(")") if name != row["model"] else ""
+    return _mse(row) + (f" [{picked}]" if picked else "")
 
 
 def _wins(cells: dict, reference: dict) -> str:
@@ -832,7 +836,7 @@ def _summary(rows: list[dict], dataset: str, horizons: list[int]) -> list[str]:
     for source, published in PUBLISHED.items():
         if dataset in published:
             values = dict(zip((96, 192, 336, 720), published[dataset]))
-            avg = float(np.mean([values[h] for h in horizons]))
+            avg = _published_average(source, dataset, set(horizons))
             lines.append(f"| *{source}* | " + " | ".join(
                 f"*{values[h]:.3f}*" for h in horizons) + f" | *{avg:.3f}* |")
     return lines
