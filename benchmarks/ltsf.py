@@ -184,8 +184,11 @@ def training_settings(args: argparse.Namespace, seed: int) -> dict[str, Any]:
 def reinpatch_arguments(spec: RunSpec) -> dict[str, Any]:
     """``ReinPatchModel`` arguments of a ReinPatch run (patcher, levels, policy, sizes)."""
     params, settings = spec.params, spec.settings
+    # A run without a readout in its key is a flatten-head run: every cached run before the
+    # time-aligned readout became the default was one.
     sizes = dict(d_model=settings["d_model"], n_heads=4, n_layers=settings["n_layers"],
-                 dropout=settings["dropout"])
+                 dropout=settings["dropout"], readout=params.get("readout", "flatten"),
+                 readout_skip=params.get("skip", False))
     rate = params.get("R", 8)
     if spec.model in ("uniform", "random", "volatility"):
         return dict(patcher=spec.model, compression_rate=rate, **sizes)
@@ -233,11 +236,17 @@ def _build_model(spec: RunSpec, work_dir: Path, progress: bool = False):
 
 
 def load_splits(dataset: str, lookback: int, horizon: int, data_dir: str):
-    """The scaled LTSF splits of a dataset (``reinpatch_forecast.datasets``)."""
-    from reinpatch_forecast.datasets import load_ltsf_frame, prepare_ltsf
+    """The scaled LTSF splits of a dataset (``reinpatch_forecast.datasets``).
+
+    An event-rich dataset (``EVENT_DATASETS``: EPF_FR_BE, vic_elec) keeps only its target
+    columns; its covariates are not used by this harness yet.
+    """
+    from reinpatch_forecast.datasets import EVENT_DATASETS, load_ltsf_frame, prepare_ltsf
 
     frame = load_ltsf_frame(dataset, data_dir=data_dir)
-    return prepare_ltsf(frame, dataset, lookback, horizon)
+    event = EVENT_DATASETS.get(dataset)
+    targets = None if event is None else event.target_columns
+    return prepare_ltsf(frame, dataset, lookback, horizon, target_columns=targets)
 
 
 def run_one(spec: RunSpec, args, splits=None, keep_model: bool = False):

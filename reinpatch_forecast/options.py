@@ -95,6 +95,19 @@ class ModelOptions:
     revin_affine: bool = _option(
         False, "Learn a per-component affine map in the instance normalisation.", "bool",
         "learn an affine map in the instance normalisation")
+    readout: str = _option(
+        "profile", "How the forecast head reads the encoded patch tokens: ``\"profile\"`` "
+        "(every token is decoded into a short profile stretched over its patch, so each time "
+        "step reads its own patch), ``\"copy\"`` (each step reads its patch's token), "
+        "``\"interpolate\"`` (steps interpolate between neighbouring patches' tokens) or "
+        "``\"flatten\"`` (a head over the token slots, whose weights assume the uniform grid: "
+        "an ablation). See ``docs/method.md``.", "str",
+        "how the head reads the patch tokens: profile, copy, interpolate or flatten (ablation)",
+        choices=("profile", "copy", "interpolate", "flatten"))
+    readout_skip: bool = _option(
+        False, "Also give the head every time step's own local features, bypassing the "
+        "patches (a time-aligned readout only).", "bool",
+        "also give the head every step's local features, bypassing the patches")
 
 
 @dataclass(frozen=True)
@@ -169,7 +182,8 @@ def network_config(model: ModelOptions, training: TrainingOptions, input_length:
         policy=policy, group_size=training.group_size, kl_coef=training.kl_coef,
         d_model=model.d_model, n_heads=model.n_heads, n_layers=model.n_layers,
         dropout=model.dropout, resample_points=model.resample_points,
-        revin_affine=model.revin_affine,
+        revin_affine=model.revin_affine, readout=model.readout,
+        readout_skip=model.readout_skip,
         patcher_hidden_size=sizes.get("hidden_size", 32),
         patcher_layers=sizes.get("n_layers", 4),
         patcher_kernel_size=sizes.get("kernel_size", 3),

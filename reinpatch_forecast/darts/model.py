@@ -321,6 +321,8 @@ class ReinPatchModel(MixedCovariatesTorchModel):
         dropout: float = ModelOptions.dropout,
         resample_points: int | None = ModelOptions.resample_points,
         revin_affine: bool = ModelOptions.revin_affine,
+        readout: str = ModelOptions.readout,
+        readout_skip: bool = ModelOptions.readout_skip,
         group_size: int = TrainingOptions.group_size,
         kl_coef: float = TrainingOptions.kl_coef,
         patcher_lr: float | None = TrainingOptions.patcher_lr,

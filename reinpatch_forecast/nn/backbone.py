@@ -1,4 +1,9 @@
-"""The backbone: tokens from variable-size patches, a Transformer encoder and a flatten head.
+"""The backbone: tokens from variable-size patches, a Transformer encoder and a time-aligned head.
+
+The encoded tokens are read back onto the time steps they cover (:mod:`.readout`): every step
+gets ``k`` features from its patch (and, with ``readout_skip``, from its own local features), and
+a linear head reads the ``L * k`` step features. ``readout="flatten"`` keeps a flatten head over
+the token slots instead (an ablation: its slot weights assume the uniform grid).
 
 With two levels (``BackboneConfig.n_coarse_patches`` set), the encoder runs on the ``N1`` fine
 tokens, the fine tokens are pooled by segment mean into ``N2`` coarse tokens (one per coarse
@@ -15,6 +20,7 @@ N2 : coarse (level-2) tokens per patching
 P : points each patch is resampled to
 d : model width
 H : forecast horizon
+k : features per time step of a time-aligned readout (``BackboneConfig.step_width``)
 Q : parameters per forecast step (``nr_params``; 1 for a point forecast)
 """
 
@@ -29,6 +35,7 @@ from torch import Tensor, nn
 
 from .chunking import map_row_chunks, rows_per_chunk
 from .covariates import CovariateEmbedding, Covariates
+from .readout import DEFAULT_READOUT, READOUTS, StepReadout
 from .segments import (
     coarse_token_starts,
     patch_lengths,
@@ -76,6 +83,15 @@ class BackboneConfig:
     n_past_covariates, n_future_covariates, n_static_covariates
         Covariate features of each kind (``Cp``, ``Cf``, ``Cs``; 0: none), see
         :mod:`~reinpatch_forecast.nn.covariates`.
+    readout
+        How the head reads the encoded tokens, one of
+        :data:`~reinpatch_forecast.nn.readout.READOUTS`: ``"profile"`` (default), ``"copy"``
+        and ``"interpolate"`` map them onto the ``L`` time steps and the head reads
+        ``L * k`` step features; ``"flatten"`` is a head over the token slots (ablation).
+    readout_skip
+        Add the step's own local features (projected to ``k``) to its readout features: a
+        path from the raw values to the head that bypasses the patches. Needs
+        ``use_local_mean``; ignored by ``"flatten"``.
     """
 
     input_length: int
@@ -96,8 +112,20 @@ class BackboneConfig:
     n_past_covariates: int = 0
     n_future_covariates: int = 0
     n_static_covariates: int = 0
+    readout: str = DEFAULT_READOUT
+    readout_skip: bool = False
 
     def __post_init__(self) -> None:
+        if self.readout not in READOUTS:
+            raise ValueError(
+                f"Unknown readout {self.readout!r}: use one of {', '.join(READOUTS)} "
+                "('flatten' is the head over token slots, for ablations)."
+            )
+        if self.readout_skip and not self.use_local_mean and self.readout != "flatten":
+            raise ValueError(
+                "readout_skip=True reads the local encoder's features, which use_local_mean=False "
+                "switches off: set readout_skip=False or use_local_mean=True."
+            )
         if not (self.use_local_mean or self.use_resampled or self.use_position):
             raise ValueError(
                 "At least one token part must be on: use_local_mean, use_resampled or use_position."
@@ -125,6 +153,20 @@ class BackboneConfig:
     def levels(self) -> int:
         """1, or 2 when ``n_coarse_patches`` is set."""
         return 1 if self.n_coarse_patches is None else 2
+
+    @property
+    def step_width(self) -> int:
+        """``k``: features per time step of a time-aligned readout, ``max(1, d // P)``.
+
+        The profile of a token then has ``P * k <= d`` values, and the head reads ``L * k``
+        features, as many as a flatten head's ``N * d`` on the uniform grid of ``P`` steps.
+        """
+        return max(1, self.d_model // self.resample_points)
+
+    @property
+    def time_aligned(self) -> bool:
+        """Whether the head reads time steps (every readout but ``"flatten"``)."""
+        return self.readout != "flatten"
 
     @property
     def uses_covariates(self) -> bool:
@@ -296,7 +338,12 @@ class EncoderLayer(nn.Module):
 
 
 class Backbone(nn.Module):
-    """Pre-norm Transformer encoder over the ``N`` tokens and a flatten head ``N*d -> H*Q``.
+    """Pre-norm Transformer encoder over the ``N`` tokens and a head ``L*k -> H*Q`` over steps.
+
+    With a time-aligned readout (``config.readout`` other than ``"flatten"``) the encoded tokens
+    become step features ``(L, k)`` (``step_readout``; ``skip_projection`` adds the local
+    features with ``readout_skip``) and the head is ``Linear(L*k, H*Q)``. With
+    ``"flatten"`` the head is ``Linear(N*d, H*Q)`` over the token slots.
 
     With ``config.n_coarse_patches`` set (two levels) it also holds ``coarse_layers`` (as many
     as ``layers``), ``coarse_norm``, a projection of the coarse patches' position features
@@ -333,7 +380,19 @@ class Backbone(nn.Module):
                     4 * PatchTokeniser.n_frequencies, config.d_model
                 )
             n_tokens += config.n_coarse_patches
-        self.head = nn.Linear(n_tokens * config.d_model, config.output_length * config.nr_params)
+        if config.time_aligned:
+            width = config.step_width
+            self.step_readout = StepReadout(config.readout, config.d_model,
+                                            config.resample_points, width)
+            if config.n_coarse_patches is not None:
+                self.coarse_step_readout = StepReadout(config.readout, config.d_model,
+                                                       config.resample_points, width)
+            if config.readout_skip:
+                self.skip_projection = nn.Linear(config.d_model, width)
+            head_inputs = config.input_length * width
+        else:
+            head_inputs = n_tokens * config.d_model
+        self.head = nn.Linear(head_inputs, config.output_length * config.nr_params)
         self.covariates = None
         if config.uses_covariates:
             # Built last and only with covariates: the other weights a seed draws stay those
@@ -435,9 +494,30 @@ class Backbone(nn.Module):
         config = self.config
         n_tokens = max(config.n_patches, config.n_coarse_patches or 0)
         per_row = group * n_tokens * config.d_model * max(config.ff_multiplier, 1)
+        if config.time_aligned:  # step features (L, k) and profiles (N, P*k <= d) per patching
+            per_row = max(per_row, group * length * config.step_width)
         if with_local and config.use_local_mean:
             per_row = max(per_row, length * config.d_model)
         return rows_per_chunk(self.chunk_elements, per_row)
+
+    def _step_features(self, tokens: Tensor, coarse: Tensor | None, starts: Tensor,
+                       coarse_starts: Tensor | None, local: Tensor | None) -> Tensor:
+        """Time-aligned features ``(R*G, L, k)`` of the encoded tokens.
+
+        ``tokens`` ``(R*G, N, d)`` and ``coarse`` ``(R*G, N2, d)`` (two levels, else ``None``)
+        are read onto the steps of their own patchings (``starts`` ``(R, G, N)``,
+        ``coarse_starts`` ``(R, G, N2)``) and summed; ``local`` ``(R, L, d)`` adds the skip.
+        """
+        rows, group, n_patches = starts.shape
+        length = self.config.input_length
+        steps = self.step_readout(tokens, starts.reshape(rows * group, n_patches), length)
+        if coarse is not None:
+            steps = steps + self.coarse_step_readout(
+                coarse, coarse_starts.reshape(rows * group, -1), length)  # (R*G, L, k)
+        if self.config.readout_skip:
+            skip = self.skip_projection(local)  # (R, L, k): the same for every patching
+            steps = (steps.reshape(rows, group, length, -1) + skip.unsqueeze(1)).flatten(0, 1)
+        return steps  # (R*G, L, k)
 
     def _forward(self, x: Tensor, starts: Tensor, local: Tensor | None,
                  coarse_starts: Tensor | None, past: Tensor | None = None,
@@ -446,6 +526,8 @@ class Backbone(nn.Module):
         group = starts.shape[1]
         two_levels = coarse_starts is not None
         rows = Covariates(past=past, future=future, static=static)
+        if local is None and self.config.use_local_mean:
+            local = self.tokeniser.local_features(x)  # (R, L, d), shared by the tokens and the skip
         h = self.tokeniser(x, starts, local)  # (R*G, N, d)
         if self.covariates is not None:
             offsets = self.covariates.token_offsets(rows, starts)  # (R, G|1, N|1, d)
@@ -453,14 +535,21 @@ class Backbone(nn.Module):
                 h = (h.reshape(*starts.shape, -1) + offsets).flatten(0, 1)  # (R*G, N, d)
         for layer in self.layers:
             h = layer(h, group)  # (R*G, N, d)
-        flat = self.final_norm(h).flatten(1)  # (R*G, N*d)
+        coarse = None
         if two_levels:
             # Pool the encoded (not the raw) fine tokens: each coarse token starts from what
             # its fine tokens learnt in context.
             coarse = self._coarse_tokens(h, x, starts, coarse_starts)  # (R*G, N2, d)
             for layer in self.coarse_layers:
                 coarse = layer(coarse, group)  # (R*G, N2, d)
-            flat = torch.cat([flat, self.coarse_norm(coarse).flatten(1)], dim=1)  # (R*G, (N+N2)*d)
+            coarse = self.coarse_norm(coarse)  # (R*G, N2, d)
+        if self.config.time_aligned:
+            flat = self._step_features(self.final_norm(h), coarse, starts, coarse_starts,
+                                       local).flatten(1)  # (R*G, L*k)
+        else:
+            flat = self.final_norm(h).flatten(1)  # (R*G, N*d)
+            if two_levels:
+                flat = torch.cat([flat, coarse.flatten(1)], dim=1)  # (R*G, (N+N2)*d)
         flat = group_dropout(flat, self.config.dropout, group, self.training)
         out = self.head(flat)  # (R*G, H*Q)
         out = out.reshape(-1, self.config.output_length, self.config.nr_params)  # (R*G, H, Q)

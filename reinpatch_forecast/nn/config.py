@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from .backbone import BackboneConfig
 from .patching import PATCHER_NAMES
 from .policies import DEFAULT_POLICY, POLICY_NAMES
+from .readout import DEFAULT_READOUT
 from .segments import check_budget, coarse_token_budget, token_budget
 
 __all__ = ["ReinPatchConfig", "PARAM_KINDS"]
@@ -74,6 +75,10 @@ class ReinPatchConfig:
         is low-passed, never aliased.
     use_local_mean, use_resampled, use_position, local_activation
         Token parts, for ablations.
+    readout, readout_skip
+        How the head reads the encoded tokens (time-aligned by default; ``"flatten"``: a
+        head over token slots, for ablations) and whether each step's local features bypass
+        the patches (see :class:`~reinpatch_forecast.nn.backbone.BackboneConfig`).
     patcher_hidden_size, patcher_layers, patcher_kernel_size
         Sizes of the learned patcher (see
         :class:`~reinpatch_forecast.nn.patchers.LearnedPatcher`).
@@ -112,6 +117,8 @@ class ReinPatchConfig:
     use_resampled: bool = True
     use_position: bool = True
     local_activation: bool = True
+    readout: str = DEFAULT_READOUT
+    readout_skip: bool = False
     patcher_hidden_size: int = 32
     patcher_layers: int = 4
     patcher_kernel_size: int = 3
@@ -179,6 +186,8 @@ class ReinPatchConfig:
             use_resampled=self.use_resampled,
             use_position=self.use_position,
             local_activation=self.local_activation,
+            readout=self.readout,
+            readout_skip=self.readout_skip,
             n_coarse_patches=self.n_coarse_patches,
             n_past_covariates=self.n_past_covariates,
             n_future_covariates=self.n_future_covariates,

@@ -234,6 +234,8 @@ class ReinPatchForecaster(BaseForecaster):
         dropout: float = ModelOptions.dropout,
         resample_points: int | None = ModelOptions.resample_points,
         revin_affine: bool = ModelOptions.revin_affine,
+        readout: str = ModelOptions.readout,
+        readout_skip: bool = ModelOptions.readout_skip,
         group_size: int = TrainingOptions.group_size,
         kl_coef: float = TrainingOptions.kl_coef,
         patcher_lr: float | None = TrainingOptions.patcher_lr,
@@ -259,6 +261,8 @@ class ReinPatchForecaster(BaseForecaster):
         self.dropout = dropout
         self.resample_points = resample_points
         self.revin_affine = revin_affine
+        self.readout = readout
+        self.readout_skip = readout_skip
         self.group_size = group_size
         self.kl_coef = kl_coef
         self.patcher_lr = patcher_lr

@@ -1,0 +1,138 @@
+"""Time-aligned readouts: the encoded tokens of a patching mapped back onto the time steps.
+
+A flatten head over token slots (``Linear(N*d -> H)``) gives slot ``j`` fixed weights, which
+assume that slot ``j`` always covers the same span of the window. Only the uniform grid keeps
+that promise, so under a flatten head any other patching costs accuracy and a policy trained
+on the forecast loss learns to stay on the grid. A time-aligned readout instead gives every
+time step ``k`` features read from the patch that covers it; the head then reads ``L * k``
+step features whose meaning does not depend on where the boundaries fall.
+
+Readouts (``READOUTS``):
+
+``"profile"``
+    Each token is decoded into a within-patch profile of ``P`` points of ``k`` features,
+    stretched over its patch: step ``t`` of a patch ``[s, e)`` reads point
+    ``floor((t - s) * P / (e - s))``. A patch of ``P`` steps or fewer reads its points one by
+    one; a longer one holds each point over several steps.
+``"copy"``
+    Each step reads its patch's token (projected to ``k`` features), constant over the patch.
+``"interpolate"``
+    Step features are interpolated linearly between the projected tokens of neighbouring
+    patches, anchored at the patch centres: a smooth readout, whose steps near a boundary also
+    read the neighbour patch.
+``"flatten"``
+    No step features: the backbone keeps the flatten head over token slots (an ablation).
+
+Shape legend
+------------
+M : patchings (rows times group)
+N : patches (tokens) per patching
+L : lookback length
+P : profile points per patch
+d : model width
+k : features per step
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from .segments import patch_lengths
+
+__all__ = ["READOUTS", "DEFAULT_READOUT", "step_patch_index", "StepReadout"]
+
+#: The backbone's readouts, the default first.
+READOUTS = ("profile", "copy", "interpolate", "flatten")
+DEFAULT_READOUT = "profile"
+
+
+def step_patch_index(starts: Tensor, length: int) -> Tensor:
+    """Index of the patch that covers every step, ``(M, L)`` int64 from ``starts`` ``(M, N)``.
+
+    A cumulative count of the starts at or before each step: scatter and cumsum, which keep
+    static shapes and export to ONNX (no ``searchsorted``). ``starts`` are sorted, distinct and
+    begin at 0.
+    """
+    marks = torch.zeros(starts.shape[0], length, dtype=torch.int64, device=starts.device)
+    marks.scatter_(1, starts, 1)
+    return marks.cumsum(dim=1) - 1  # (M, L)
+
+
+class StepReadout(nn.Module):
+    """Features of every time step from the encoded tokens of its patching.
+
+    Parameters
+    ----------
+    mode
+        One of :data:`READOUTS` except ``"flatten"``.
+    d_model
+        ``d``.
+    points
+        ``P``: profile points per patch (``"profile"`` only).
+    width
+        ``k``: features per step.
+    """
+
+    def __init__(self, mode: str, d_model: int, points: int, width: int) -> None:
+        super().__init__()
+        if mode not in READOUTS or mode == "flatten":
+            raise ValueError(
+                f"StepReadout reads tokens onto steps: mode must be one of "
+                f"{[m for m in READOUTS if m != 'flatten']}, got {mode!r}."
+            )
+        self.mode = mode
+        self.points = points
+        self.width = width
+        self.project = nn.Linear(d_model, (points if mode == "profile" else 1) * width)
+
+    def forward(self, tokens: Tensor, starts: Tensor, length: int) -> Tensor:
+        """Step features.
+
+        Parameters
+        ----------
+        tokens
+            ``(M, N, d)`` encoded tokens.
+        starts
+            ``(M, N)`` int64 sorted starts of their patching, ``starts[:, 0] == 0``.
+        length
+            ``L``.
+
+        Returns
+        -------
+        Tensor
+            ``(M, L, k)``: the features of step ``t`` depend only on the token of the patch
+            covering ``t`` and on that patch's span (``"interpolate"``: also on the
+            neighbouring patch's token and span).
+        """
+        rows, n_patches, _ = tokens.shape
+        width = self.width
+        features = self.project(tokens)  # (M, N, P*k) or (M, N, k)
+        patch = step_patch_index(starts, length)  # (M, L)
+        steps = torch.arange(length, device=starts.device).expand(rows, length)  # (M, L)
+        if self.mode == "copy":
+            return features.gather(1, patch.unsqueeze(-1).expand(-1, -1, width))  # (M, L, k)
+        if self.mode == "profile":
+            points = self.points
+            start = starts.gather(1, patch)  # (M, L)
+            span = patch_lengths(starts, length).gather(1, patch)  # (M, L)
+            point = torch.div((steps - start) * points, span, rounding_mode="floor")
+            index = patch * points + point.clamp(max=points - 1)  # (M, L) in [0, N*P)
+            profile = features.reshape(rows, n_patches * points, width)  # (M, N*P, k)
+            return profile.gather(1, index.unsqueeze(-1).expand(-1, -1, width))  # (M, L, k)
+        # interpolate: between the centres of the step's patch and the neighbour on its side.
+        centres = starts.to(tokens.dtype) + (patch_lengths(starts, length).to(tokens.dtype) - 1) / 2
+        position = steps.to(tokens.dtype)  # (M, L)
+        own_centre = centres.gather(1, patch)  # (M, L)
+        after = position >= own_centre
+        left = torch.where(after, patch, (patch - 1).clamp(min=0))  # (M, L)
+        right = torch.where(after, (patch + 1).clamp(max=n_patches - 1), patch)  # (M, L)
+        left_centre, right_centre = centres.gather(1, left), centres.gather(1, right)
+        gap = right_centre - left_centre
+        weight = torch.where(gap > 0, (position - left_centre) / gap.clamp(min=1e-6),
+                             torch.zeros_like(gap)).clamp(0.0, 1.0).unsqueeze(-1)  # (M, L, 1)
+
+        def read(index: Tensor) -> Tensor:
+            return features.gather(1, index.unsqueeze(-1).expand(-1, -1, width))  # (M, L, k)
+
+        return read(left) * (1 - weight) + read(right) * weight  # (M, L, k)
