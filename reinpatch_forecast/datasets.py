@@ -5,8 +5,13 @@ standard Informer/Autoformer/PatchTST/DLinear/Time-Series-Library split with its
 overlap, train-only standard scaling and stride-1 windows. Scoring a forecaster on those
 windows is the benchmarks' part (``benchmarks/_protocol.py``), not the package's.
 
-A little over 500 lines: the five files' readers, their checksums and their split borders
-belong together.
+Two event-rich series (``EPF_FR_BE``: Belgian and French day-ahead electricity prices;
+``vic_elec``: Victoria's half-hourly electricity demand) use the same reader and the ``custom``
+(70/10/20) split; :data:`EVENT_DATASETS` says which of their columns are targets and which are
+covariates (pass ``target_columns`` to :func:`prepare_ltsf` to keep only the targets).
+
+About 600 lines: the files' reader, their column roles and their split borders belong
+together.
 
 This module depends on numpy and pandas only. It never looks for data in a fixed place: pass
 ``data_dir`` or set the environment variable ``REINPATCH_DATA_DIR``.
@@ -34,6 +39,8 @@ import pandas as pd
 
 __all__ = [
     "DATA_DIR_ENV_VAR",
+    "EVENT_DATASETS",
+    "EventDataset",
     "LTSF_DATASETS",
     "LTSF_FAMILIES",
     "LTSF_HORIZONS",
@@ -57,6 +64,94 @@ LTSF_DATASETS: Mapping[str, str] = MappingProxyType(
         "ETTm1": "ETTm",
         "ETTm2": "ETTm",
         "weather": "custom",
+        "EPF_FR_BE": "custom",
+        "vic_elec": "custom",
+    }
+)
+
+
+@dataclass(frozen=True)
+class EventDataset:
+    """The column roles of an event-rich dataset (one of :data:`EVENT_DATASETS`).
+
+    The file itself is read by :func:`load_ltsf_frame` like an LTSF file (every column except
+    ``date``, as float64, in file order, the targets last) and split by the ``custom``
+    (70/10/20) rule; these roles say which of its columns to forecast and which are covariates.
+
+    Attributes
+    ----------
+    name
+        The dataset name (the file is ``NAME.csv.gz`` or ``NAME.csv`` in the data folder).
+    step
+        The spacing of the rows as a pandas offset alias (``"1h"``, ``"30min"``); the files
+        have no gap and no repeated timestamp.
+    target_columns
+        The columns to forecast, in file order: pass them as ``target_columns`` to
+        :func:`prepare_ltsf`.
+    future_covariates
+        Columns known in advance over the forecast horizon (forecasts, calendar flags).
+    past_covariates
+        Columns observed only up to the forecast origin.
+
+    Raises
+    ------
+    ValueError
+        No target column, or a column named in two roles.
+    """
+
+    name: str
+    step: str
+    target_columns: tuple[str, ...]
+    future_covariates: tuple[str, ...] = ()
+    past_covariates: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for field_name in ("target_columns", "future_covariates", "past_covariates"):
+            value = getattr(self, field_name)
+            if isinstance(value, str):
+                raise ValueError(
+                    f"EventDataset {self.name!r}: {field_name} must be a sequence of column "
+                    f"names, got the string {value!r}; write ({value!r},)."
+                )
+            object.__setattr__(self, field_name, tuple(str(c) for c in value))
+        if not self.target_columns:
+            raise ValueError(f"EventDataset {self.name!r} needs at least one target column.")
+        roles = self.target_columns + self.future_covariates + self.past_covariates
+        repeated = sorted({c for c in roles if roles.count(c) > 1})
+        if repeated:
+            raise ValueError(
+                f"EventDataset {self.name!r}: column(s) {repeated} are named more than once "
+                "across target_columns, future_covariates and past_covariates; give each "
+                "column one role."
+            )
+
+    @property
+    def covariates(self) -> tuple[str, ...]:
+        """The future covariates, then the past ones."""
+        return self.future_covariates + self.past_covariates
+
+
+#: Event-rich dataset name -> its column roles (both are also in :data:`LTSF_DATASETS`, family
+#: ``"custom"``). ``EPF_FR_BE``: hourly day-ahead prices (EUR/MWh) of Belgium and France, with
+#: France's day-ahead generation and system-load forecasts. ``vic_elec``: half-hourly demand
+#: (MWh) of Victoria, Australia, with Melbourne's temperature and a public-holiday flag (0/1);
+#: its dates are UTC (read as naive UTC, see :func:`load_ltsf_frame`), so local calendar
+#: features need ``index.tz_localize("UTC").tz_convert("Australia/Melbourne")``.
+EVENT_DATASETS: Mapping[str, EventDataset] = MappingProxyType(
+    {
+        "EPF_FR_BE": EventDataset(
+            name="EPF_FR_BE",
+            step="1h",
+            target_columns=("BE_price", "FR_price"),
+            future_covariates=("gen_forecast", "system_load"),
+        ),
+        "vic_elec": EventDataset(
+            name="vic_elec",
+            step="30min",
+            target_columns=("demand",),
+            future_covariates=("holiday",),
+            past_covariates=("temperature",),
+        ),
     }
 )
 
@@ -147,9 +242,14 @@ def load_ltsf_frame(
     -------
     pandas.DataFrame
         Shape ``(n_rows, C)``: every column except ``date``, as float64, in file order (the
-        target ``OT`` last for the LTSF files). The index is the parsed ``date`` column
-        (a ``DatetimeIndex`` named ``"date"``); it is kept as read, so repeated timestamps and
-        gaps (``weather``) remain, since the protocol slices by row.
+        target ``OT`` last for the LTSF files, the targets last for :data:`EVENT_DATASETS`;
+        integer flags such as ``vic_elec``'s ``holiday`` become 0.0 / 1.0). The index is the
+        parsed ``date`` column (a ``DatetimeIndex`` named ``"date"``); it is kept as read, so
+        repeated timestamps and gaps (``weather``) remain, since the protocol slices by row.
+        The index has no time zone: dates written with a UTC offset (``2011-12-31T13:00:00Z``
+        in ``vic_elec``) are converted to UTC and the zone is dropped, so every file gives a
+        naive index (darts drops an index's zone anyway and logs a warning; naive and aware
+        timestamps do not compare). Naive dates are kept as written.
 
     Raises
     ------
@@ -168,7 +268,9 @@ def load_ltsf_frame(
             f"{list(frame.columns)[:10]})."
         )
     try:
-        dates = pd.to_datetime(frame.pop("date"))
+        # utc=True: dates with an offset ('...Z', vic_elec) become UTC; naive dates keep their
+        # wall-clock values once the zone is dropped again below.
+        dates = pd.to_datetime(frame.pop("date"), utc=True)
     except (ValueError, TypeError) as exc:
         raise ValueError(f"Could not parse the 'date' column of {str(path)!r}: {exc}") from exc
     if dates.isna().any():
@@ -197,7 +299,7 @@ def load_ltsf_frame(
         )
 
     frame = frame.astype(np.float64)
-    frame.index = pd.DatetimeIndex(dates, name="date")
+    frame.index = pd.DatetimeIndex(dates, name="date").tz_localize(None)
     return frame
 
 

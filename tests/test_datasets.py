@@ -6,8 +6,11 @@ The tests that need the real datasets read them from ``<repo>/../shared/data`` (
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.resources
+import importlib.util
 import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +20,9 @@ import pytest
 from reinpatch_forecast import datasets as ds
 from reinpatch_forecast.datasets import (
     DATA_DIR_ENV_VAR,
+    EVENT_DATASETS,
     LTSF_DATASETS,
+    EventDataset,
     LTSF_HORIZONS,
     load_bundled_etth1,
     load_ltsf_frame,
@@ -27,6 +32,7 @@ from reinpatch_forecast.datasets import (
 )
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+HARNESS = Path(__file__).resolve().parents[1] / "benchmarks" / "ltsf.py"
 L = 96
 
 # README table: rows, n_train / n_val / n_test (target rows), test windows for H = 96..720.
@@ -36,6 +42,13 @@ EXPECTED = {
     "ETTm1": (69680, (34560, 11520, 11520), (11425, 11329, 11185, 10801)),
     "ETTm2": (69680, (34560, 11520, 11520), (11425, 11329, 11185, 10801)),
     "weather": (52696, (36887, 5270, 10539), (10444, 10348, 10204, 9820)),
+}
+
+# shared/data/README.md, "Event-rich series": rows, numeric columns, first and last date (naive
+# UTC for vic_elec), n_train / n_val / n_test of the 70/10/20 rule.
+EVENT_EXPECTED = {
+    "EPF_FR_BE": (16080, 4, "2015-01-01 00:00", "2016-10-31 23:00", (11256, 1608, 3216)),
+    "vic_elec": (52608, 3, "2011-12-31 13:00", "2014-12-31 12:30", (36825, 5262, 10521)),
 }
 
 
@@ -48,7 +61,15 @@ def data_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def frames(data_dir: Path) -> dict[str, pd.DataFrame]:
-    return {name: load_ltsf_frame(name, data_dir=data_dir) for name in LTSF_DATASETS}
+    return {name: load_ltsf_frame(name, data_dir=data_dir) for name in EXPECTED}
+
+
+@pytest.fixture(scope="session")
+def event_frames() -> dict[str, pd.DataFrame]:
+    missing = [n for n in EVENT_DATASETS if not (SHARED_DATA / f"{n}.csv.gz").is_file()]
+    if missing:
+        pytest.skip(f"Event-rich data {missing} absent from {SHARED_DATA}")
+    return {name: load_ltsf_frame(name, data_dir=SHARED_DATA) for name in EVENT_DATASETS}
 
 
 # --------------------------------------------------------------------------------------------
@@ -63,8 +84,12 @@ def test_registry_families() -> None:
         "ETTm1": "ETTm",
         "ETTm2": "ETTm",
         "weather": "custom",
+        "EPF_FR_BE": "custom",
+        "vic_elec": "custom",
     }
+    assert set(EXPECTED) | set(EVENT_DATASETS) == set(LTSF_DATASETS)
     assert ds.split_family("etth1") == "ETTh"
+    assert ds.split_family("VIC_ELEC") == "custom"
     assert ds.split_family("custom") == "custom"
     with pytest.raises(ValueError, match="Unknown dataset or split family 'ECL'"):
         ds.split_family("ECL")
@@ -90,6 +115,34 @@ def test_split_borders_exact(lookback: int) -> None:
     # The absent custom datasets of the README table.
     assert split_borders("custom", 26304, lookback)["test"] == (26304 - 5260 - lookback, 26304)
     assert split_borders("custom", 17544, lookback)["val"] == (12280 - lookback, 12280 + 1756)
+
+
+def test_event_registry() -> None:
+    assert {"EVENT_DATASETS", "EventDataset"} <= set(ds.__all__)
+    assert EVENT_DATASETS["EPF_FR_BE"] == EventDataset(
+        name="EPF_FR_BE",
+        step="1h",
+        target_columns=("BE_price", "FR_price"),
+        future_covariates=("gen_forecast", "system_load"),
+        past_covariates=(),
+    )
+    vic = EVENT_DATASETS["vic_elec"]
+    assert (vic.step, vic.target_columns) == ("30min", ("demand",))
+    assert (vic.future_covariates, vic.past_covariates) == (("holiday",), ("temperature",))
+    assert vic.covariates == ("holiday", "temperature")
+    for name, event in EVENT_DATASETS.items():
+        assert event.name == name and LTSF_DATASETS[name] == "custom"
+        assert pd.Timedelta(event.step) > pd.Timedelta(0)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        vic.step = "1h"  # type: ignore[misc]
+    # Lists become tuples; bad roles are refused with what to do.
+    assert EventDataset("x", "1h", ["a"], ["b"]).target_columns == ("a",)
+    with pytest.raises(ValueError, match="at least one target column"):
+        EventDataset("x", "1h", ())
+    with pytest.raises(ValueError, match=r"\['a'\] are named more than once"):
+        EventDataset("x", "1h", ("a",), past_covariates=("a",))
+    with pytest.raises(ValueError, match=r"write \('demand',\)"):
+        EventDataset("x", "1h", "demand")
 
 
 def test_split_borders_errors() -> None:
@@ -154,6 +207,27 @@ def test_load_missing_file_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         load_ltsf_frame("ETTh1")
 
 
+def test_load_utc_dates_and_integer_flags(tmp_path: Path) -> None:
+    # vic_elec's layout: ISO dates with a trailing Z, a 0/1 integer column.
+    path = _write(
+        tmp_path / "z.csv",
+        "date,temperature,holiday,demand\n2011-12-31T13:00:00Z,21.4,1,4382.8\n"
+        "2011-12-31T13:30:00Z,21.05,0,4263.4\n",
+    )
+    frame = load_ltsf_frame(path)
+    assert isinstance(frame.index, pd.DatetimeIndex) and frame.index.tz is None
+    assert frame.index.name == "date"
+    assert list(frame.index) == [pd.Timestamp("2011-12-31 13:00"),
+                                 pd.Timestamp("2011-12-31 13:30")]
+    assert (frame.dtypes == np.float64).all()
+    assert frame["holiday"].tolist() == [1.0, 0.0]
+    # Another offset is converted to UTC; naive dates stay as written.
+    path = _write(tmp_path / "o.csv", "date,a\n2012-01-01T00:00:00+10:00,1\n")
+    assert load_ltsf_frame(path).index[0] == pd.Timestamp("2011-12-31 14:00")
+    path = _write(tmp_path / "n.csv", "date,a\n2012-01-01 00:00:00,1\n")
+    assert load_ltsf_frame(path).index[0] == pd.Timestamp("2012-01-01 00:00")
+
+
 def test_load_missing_date_column(tmp_path: Path) -> None:
     path = _write(tmp_path / "x.csv", "time,a\n2020-01-01,1\n")
     with pytest.raises(ValueError, match="no 'date' column"):
@@ -208,7 +282,7 @@ def test_bundled_etth1_in_this_installation(frames: dict[str, pd.DataFrame]) -> 
 # --------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", list(LTSF_DATASETS))
+@pytest.mark.parametrize("name", list(EXPECTED))
 def test_frame_shapes_and_window_counts(name: str, frames: dict[str, pd.DataFrame]) -> None:
     frame = frames[name]
     n_rows, (n_train, n_val, n_test), test_windows = EXPECTED[name]
@@ -265,3 +339,106 @@ def test_prepare_univariate_and_errors(frames: dict[str, pd.DataFrame]) -> None:
         prepare_ltsf(frame, "ETTh1", L, 96, target_columns=["nope"])
     with pytest.raises(ValueError, match="too short for one window"):
         prepare_ltsf(frame, "ETTh1", L, 2880 + 1)
+
+
+# --------------------------------------------------------------------------------------------
+# Real data: the event-rich series (EPF_FR_BE, vic_elec)
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", list(EVENT_EXPECTED))
+def test_event_frame_shapes_dates_and_columns(
+    name: str, event_frames: dict[str, pd.DataFrame]
+) -> None:
+    frame = event_frames[name]
+    event = EVENT_DATASETS[name]
+    n_rows, n_cols, first, last, _ = EVENT_EXPECTED[name]
+    assert frame.shape == (n_rows, n_cols)
+    assert (frame.dtypes == np.float64).all()
+    # Every column has one role, and the targets are the last columns.
+    roles = event.target_columns + event.future_covariates + event.past_covariates
+    assert sorted(roles) == sorted(frame.columns)
+    assert tuple(frame.columns[-len(event.target_columns) :]) == event.target_columns
+    # A naive, regular index at the registry's step.
+    index = frame.index
+    assert isinstance(index, pd.DatetimeIndex) and index.tz is None and index.name == "date"
+    assert (index[0], index[-1]) == (pd.Timestamp(first), pd.Timestamp(last))
+    assert index.is_unique and index.is_monotonic_increasing
+    assert set(index[1:] - index[:-1]) == {pd.Timedelta(event.step)}
+    assert pd.tseries.frequencies.to_offset(pd.infer_freq(index[:100])) == (
+        pd.tseries.frequencies.to_offset(event.step)
+    )
+    assert not frame.isna().any().any()
+
+
+def test_event_holiday_flag_is_numeric(event_frames: dict[str, pd.DataFrame]) -> None:
+    holiday = event_frames["vic_elec"]["holiday"]
+    assert holiday.dtype == np.float64
+    assert set(holiday.unique()) == {0.0, 1.0}
+    # 2012-01-01 (UTC 2011-12-31 13:00 is local midnight) is a holiday.
+    assert holiday.iloc[0] == 1.0
+
+
+@pytest.mark.parametrize(("name", "lookback", "horizon"), [("EPF_FR_BE", 168, 24),
+                                                           ("vic_elec", 336, 48)])
+def test_event_prepare_targets_borders_and_scaling(
+    name: str, lookback: int, horizon: int, event_frames: dict[str, pd.DataFrame]
+) -> None:
+    frame = event_frames[name]
+    targets = EVENT_DATASETS[name].target_columns
+    n_rows, _, _, _, (n_train, n_val, n_test) = EVENT_EXPECTED[name]
+    assert (n_train, n_val, n_test) == (
+        int(0.7 * n_rows), n_rows - int(0.7 * n_rows) - int(0.2 * n_rows), int(0.2 * n_rows)
+    )
+    splits = prepare_ltsf(frame, LTSF_DATASETS[name], lookback, horizon, target_columns=targets)
+    assert splits.family == "custom" and splits.columns == targets
+    assert splits.borders == {
+        "train": (0, n_train),
+        "val": (n_train - lookback, n_train + n_val),
+        "test": (n_rows - n_test - lookback, n_rows),
+    }
+    assert splits.train.shape == (n_train, len(targets))
+    assert splits.val.shape == (n_val + lookback, len(targets))
+    assert splits.test.shape == (n_test + lookback, len(targets))
+    assert splits.n_windows("test") == n_test - horizon + 1
+    assert splits.dates["test"][lookback] == frame.index[n_train + n_val]
+    # The scaler is fitted on the training rows of the targets only.
+    train_rows = frame[list(targets)].to_numpy()[:n_train]
+    np.testing.assert_allclose(splits.mean, train_rows.mean(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(splits.std, train_rows.std(axis=0, ddof=0), rtol=1e-12)
+    np.testing.assert_allclose(splits.train.astype(np.float64).mean(axis=0), 0.0, atol=1e-4)
+    np.testing.assert_allclose(splits.train.astype(np.float64).std(axis=0), 1.0, atol=1e-4)
+    assert not np.allclose(splits.mean, frame[list(targets)].to_numpy().mean(axis=0))
+    start, stop = splits.borders["test"]
+    np.testing.assert_allclose(
+        splits.inverse_transform(splits.test), frame[list(targets)].to_numpy()[start:stop],
+        rtol=1e-5, atol=1e-2,
+    )
+
+
+@pytest.fixture(scope="module")
+def ltsf_harness():
+    """``benchmarks/ltsf.py`` imported as a module (as tests/benchmarks/test_ltsf_harness.py
+    does, under its own name)."""
+    spec = importlib.util.spec_from_file_location("ltsf_harness_datasets", HARNESS)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses resolve their module while being created
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_harness_load_splits_keeps_event_targets(
+    ltsf_harness, event_frames: dict[str, pd.DataFrame]
+) -> None:
+    splits = ltsf_harness.load_splits("EPF_FR_BE", 168, 24, str(SHARED_DATA))
+    assert splits.columns == ("BE_price", "FR_price")
+    assert splits.train.shape[1] == splits.val.shape[1] == splits.test.shape[1] == 2
+    assert splits.train.shape[0] == EVENT_EXPECTED["EPF_FR_BE"][4][0]
+    assert ltsf_harness.load_splits("vic_elec", 96, 96, str(SHARED_DATA)).columns == ("demand",)
+
+
+def test_harness_load_splits_keeps_every_ltsf_column(
+    ltsf_harness, frames: dict[str, pd.DataFrame]
+) -> None:
+    splits = ltsf_harness.load_splits("ETTh1", L, 96, str(SHARED_DATA))
+    assert splits.columns == tuple(frames["ETTh1"].columns) and splits.train.shape[1] == 7
