@@ -198,7 +198,8 @@ def reinpatch_arguments(spec: RunSpec) -> dict[str, Any]:
         return dict(patcher="pretrained", compression_rate=rate, **sizes)
     learned = dict(compression_rate=tuple(rate) if isinstance(rate, list) else rate,
                    group_size=params.get("G", DEFAULT_GROUP), kl_coef=params.get("kl", 0.1),
-                   patcher_lr=params.get("patcher_lr"), **sizes)
+                   patcher_lr=params.get("patcher_lr"),
+                   sample_loss_weight=params.get("sample_weight", 0.0), **sizes)
     if spec.model == "learned_init":  # GRPG end to end from the shipped patcher (its policy)
         return dict(patcher="learned", patcher_init="pretrained", **learned)
     if spec.model in ("learned", "learned_l2"):
@@ -884,7 +885,8 @@ def _plot(rows: list[dict], out_dir: Path) -> None:
 def _extra(args) -> dict[str, Any]:
     """Non-default learned-row settings given on the command line (they enter the run key)."""
     extra = {"G": args.learned_group, "kl": args.learned_kl,
-             "patcher_lr": args.learned_patcher_lr}
+             "patcher_lr": args.learned_patcher_lr,
+             "sample_weight": getattr(args, "learned_sample_weight", None)}
     return {k: v for k, v in extra.items() if v is not None}
 
 
@@ -908,6 +910,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="kl_coef of the learned rows (default 0.1)")
     parser.add_argument("--learned-patcher-lr", type=float, default=None,
                         help="patcher_lr of the learned rows (default 3x --lr)")
+    parser.add_argument("--learned-sample-weight", type=float, default=None,
+                        help="sample_loss_weight of the learned rows (default 0)")
     parser.add_argument("--uniform-sizes", nargs="+", type=int, default=list(UNIFORM_SIZES),
                         help="patch sizes R of the uniform rows (default: the tuning grid)")
     parser.add_argument("--report-only", action="store_true")

@@ -47,11 +47,28 @@ VARIANTS: dict[str, tuple[str, bool]] = {
 PATCHERS = ("uniform", "volatility", "random", "learned")
 
 
-def run_params(patcher: str, rate: int, variant: str) -> dict[str, Any]:
+def patcher_label(spec: dict[str, Any]) -> str:
+    """The row's patcher, with the learned settings that differ from the defaults."""
+    params = spec["params"]
+    extra = {k: params[k] for k in LEARNED_EXTRA if k in params}
+    if spec["model"] == "learned" and params.get("G", ltsf.DEFAULT_GROUP) != ltsf.DEFAULT_GROUP:
+        extra = {"G": params["G"], **extra}
+    if not extra:
+        return spec["model"]
+    return spec["model"] + " [" + ", ".join(f"{k}={v}" for k, v in extra.items()) + "]"
+
+
+#: Learned-row settings that differ from the package's defaults (``ltsf._extra``'s names).
+LEARNED_EXTRA = ("kl", "patcher_lr", "sample_weight")
+
+
+def run_params(patcher: str, rate: int, variant: str,
+               learned_extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """The ``RunSpec`` params of one run (the LTSF harness's keys for the same run)."""
     params: dict[str, Any] = {"R": rate}
     if patcher == "learned":
-        params.update(G=ltsf.DEFAULT_GROUP, policy=ltsf.DEFAULT_POLICY)
+        extra = dict(learned_extra or {})
+        params.update(G=extra.pop("G", ltsf.DEFAULT_GROUP), policy=ltsf.DEFAULT_POLICY, **extra)
     readout, skip = VARIANTS[variant]
     if readout != "flatten":
         params["readout"] = readout
@@ -60,7 +77,8 @@ def run_params(patcher: str, rate: int, variant: str) -> dict[str, Any]:
     return params
 
 
-def plan(datasets, horizons, patchers, rates, variants, seeds, lookback, settings):
+def plan(datasets, horizons, patchers, rates, variants, seeds, lookback, settings,
+         learned_extra=None):
     """Every run, seed-major so that the first seed of every cell finishes first."""
     specs = []
     for seed in seeds:
@@ -70,7 +88,8 @@ def plan(datasets, horizons, patchers, rates, variants, seeds, lookback, setting
                     for variant in variants:
                         for patcher in patchers:
                             specs.append(ltsf.RunSpec(
-                                dataset, horizon, patcher, run_params(patcher, rate, variant),
+                                dataset, horizon, patcher,
+                                run_params(patcher, rate, variant, learned_extra),
                                 lookback, {**settings, "seed": seed}))
     return specs
 
@@ -91,7 +110,7 @@ def write_report(records: list[dict], out_dir: Path, settings: dict[str, Any]) -
     def key(record):
         spec = record["spec"]
         return (spec["dataset"], spec["horizon"], spec["lookback"], spec["params"]["R"],
-                variant_of(spec["params"]), spec["model"])
+                variant_of(spec["params"]), patcher_label(spec))
 
     for record in records:
         record["grid_distance"] = (record.get("patches") or {}).get("grid_distance")
@@ -119,7 +138,8 @@ def write_report(records: list[dict], out_dir: Path, settings: dict[str, Any]) -
     for dataset, horizon, lookback, rate in cells:
         here = [r for r in rows if (r["dataset"], r["horizon"], r["lookback"], r["R"])
                 == (dataset, horizon, lookback, rate)]
-        patchers = [p for p in PATCHERS if any(r["patcher"] == p for r in here)]
+        patchers = sorted({r["patcher"] for r in here},
+                          key=lambda p: (PATCHERS.index(p.split(" ")[0]), p))
         lines += [f"## {dataset}, L={lookback}, H={horizon}, R={rate}", "",
                   "| readout | " + " | ".join(patchers) + " |",
                   "|---|" + "---|" * len(patchers)]
@@ -154,6 +174,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--patchers", nargs="+", choices=PATCHERS,
                         default=["uniform", "volatility"])
     parser.add_argument("--readouts", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
+    parser.add_argument("--learned-group", type=int, default=None,
+                        help=f"G of the learned rows (default {ltsf.DEFAULT_GROUP})")
+    parser.add_argument("--learned-kl", type=float, default=None,
+                        help="kl_coef of the learned rows (default 0.1)")
+    parser.add_argument("--learned-patcher-lr", type=float, default=None,
+                        help="patcher_lr of the learned rows (default 3x --lr)")
+    parser.add_argument("--learned-sample-weight", type=float, default=None,
+                        help="sample_loss_weight of the learned rows (default 0)")
     parser.add_argument("--shard", default=None, help="i/n: run every n-th run from the i-th")
     parser.add_argument("--report-only", action="store_true")
     parser.add_argument("--out-dir", type=Path, default=RESULTS)
@@ -169,7 +197,7 @@ def main(argv: list[str] | None = None) -> None:
 
     if not args.report_only:
         specs = plan(args.datasets, args.horizons, args.patchers, args.rates, args.readouts,
-                     args.seeds, args.lookback, settings)
+                     args.seeds, args.lookback, settings, ltsf._extra(args))
         for spec in shard(specs, args.shard):
             if spec.key in known():
                 continue
@@ -179,7 +207,8 @@ def main(argv: list[str] | None = None) -> None:
             print(f"[readout]   test MSE {record['test_mse']:.4f} "
                   f"({record['train_seconds']:.0f} s)", flush=True)
     wanted = {spec.key for spec in plan(args.datasets, args.horizons, args.patchers, args.rates,
-                                        args.readouts, args.seeds, args.lookback, settings)}
+                                        args.readouts, args.seeds, args.lookback, settings,
+                                        ltsf._extra(args))}
     records = list(load_jsonl(cache)) + [r for k, r in shared.items() if k in wanted]
     write_report(records, args.out_dir, settings)
     print(f"[readout] report: {args.out_dir / 'readout.md'}")

@@ -127,6 +127,12 @@ class TrainingOptions:
     kl_coef: float = _option(
         0.1, "Weight of the KL anchor that keeps the policy near its reference (the uniform "
         "grid).", "float", metavar="W")
+    sample_loss_weight: float = _option(
+        0.0, "Weight of the sampled patchings' loss in the backbone's training loss, "
+        "``(decoded loss + w * sampled loss) / (1 + w)``; 0 trains the backbone on the decoded "
+        "patching only (the samples are then scored without gradients, which is cheaper).",
+        "float", "weight of the sampled patchings' loss in the backbone's training loss",
+        metavar="W")
     patcher_lr: float | None = _option(
         None, "Learning rate of the patcher; ``None`` uses 3x the backbone's learning rate.",
         "float or None", "learning rate of the patcher (default: 3x the learning rate)",
@@ -180,6 +186,7 @@ def network_config(model: ModelOptions, training: TrainingOptions, input_length:
         input_length=input_length, output_length=output_length,
         compression_rate=model.compression_rate, levels=model.levels, patcher=patcher_name,
         policy=policy, group_size=training.group_size, kl_coef=training.kl_coef,
+        sample_loss_weight=training.sample_loss_weight,
         d_model=model.d_model, n_heads=model.n_heads, n_layers=model.n_layers,
         dropout=model.dropout, resample_points=model.resample_points,
         revin_affine=model.revin_affine, readout=model.readout,

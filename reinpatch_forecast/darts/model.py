@@ -248,8 +248,9 @@ class ReinPatchModel(MixedCovariatesTorchModel):
     """ReinPatch: a Transformer over variable-size patches chosen by a policy trained with GRPG.
 
     Each target component's lookback window is cut into ``ceil(L / compression_rate)``
-    contiguous patches by the *patcher*; each patch becomes a token; a pre-norm Transformer and a
-    flatten head forecast ``output_chunk_length`` steps. The learned patcher is trained by Group
+    contiguous patches by the *patcher*; each patch becomes a token; a pre-norm Transformer
+    encodes the tokens, a time-aligned readout maps each token back onto the steps of its patch,
+    and a head over the steps forecasts ``output_chunk_length`` steps. The learned patcher is trained by Group
     Relative Policy Gradient: the backbone trains on the patcher's decoded (most likely)
     patching, the one validation and prediction use; ``group_size`` sampled patchings per
     series are scored against it, and a sample's advantage is its reward (negative loss) minus
@@ -325,6 +326,7 @@ class ReinPatchModel(MixedCovariatesTorchModel):
         readout_skip: bool = ModelOptions.readout_skip,
         group_size: int = TrainingOptions.group_size,
         kl_coef: float = TrainingOptions.kl_coef,
+        sample_loss_weight: float = TrainingOptions.sample_loss_weight,
         patcher_lr: float | None = TrainingOptions.patcher_lr,
         use_static_covariates: bool = True,
         **kwargs,

@@ -121,6 +121,8 @@ class BackboneConfig:
                 f"Unknown readout {self.readout!r}: use one of {', '.join(READOUTS)} "
                 "('flatten' is the head over token slots, for ablations)."
             )
+        if not isinstance(self.readout_skip, bool):
+            raise ValueError(f"readout_skip must be True or False, got {self.readout_skip!r}.")
         if self.readout_skip and not self.use_local_mean and self.readout != "flatten":
             raise ValueError(
                 "readout_skip=True reads the local encoder's features, which use_local_mean=False "

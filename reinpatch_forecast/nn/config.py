@@ -57,6 +57,10 @@ class ReinPatchConfig:
     group_size
         ``G``: patchings sampled per series in a GRPG step and scored against the decoded one
         (>= 1 for the learned patcher).
+    sample_loss_weight
+        ``w``: weight of the ``G`` samples' loss in the backbone's training loss,
+        ``(decode loss + w * sample loss) / (1 + w)``; 0 (default) trains the backbone on the
+        decoded patching only and forecasts the samples without gradients.
     kl_coef
         ``lambda_KL``: weight of the KL anchor of the policy to its reference (the uniform grid
         for ``"offset"`` and ``"density"``).
@@ -104,6 +108,7 @@ class ReinPatchConfig:
     policy: str = DEFAULT_POLICY
     group_size: int = 4
     kl_coef: float = 0.1
+    sample_loss_weight: float = 0.0
     nr_params: int = 1
     param_kinds: tuple[str, ...] | None = None
     monotone_params: bool = False
@@ -159,6 +164,13 @@ class ReinPatchConfig:
         if (isinstance(self.kl_coef, bool) or not isinstance(self.kl_coef, numbers.Real)
                 or not math.isfinite(self.kl_coef) or self.kl_coef < 0):
             raise ValueError(f"kl_coef must be a finite number >= 0, got {self.kl_coef!r}.")
+        if (isinstance(self.sample_loss_weight, bool)
+                or not isinstance(self.sample_loss_weight, numbers.Real)
+                or not math.isfinite(self.sample_loss_weight) or self.sample_loss_weight < 0):
+            raise ValueError(
+                f"sample_loss_weight must be a finite number >= 0 (0: the backbone trains on "
+                f"the decoded patching only), got {self.sample_loss_weight!r}."
+            )
         if self.resample_points is None:
             self.resample_points = math.ceil(self.fine_compression_rate)
         if self.n_channels < 1:

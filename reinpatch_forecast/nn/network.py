@@ -307,8 +307,10 @@ class ReinPatchNetwork(nn.Module):
         """Losses of one training step: the GRPG step (v2 protocol, ``design.md`` §1).
 
         The patcher gives its decoded patching (the one validation and prediction use) and
-        ``G`` samples. The backbone trains on the decoded patching only. The samples are
-        forecast without gradients, under the same dropout masks as the decode, so a sample's
+        ``G`` samples. The backbone trains on the decoded patching (and, with
+        ``config.sample_loss_weight`` ``w > 0``, on the samples too: ``(decode loss + w *
+        sample loss) / (1 + w)``; otherwise the samples are forecast without gradients). The
+        samples run under the same dropout masks as the decode, so a sample's
         reward differs from the decode's only by its patching. The advantage of a sample is
         its reward minus the decode's (a self-critical baseline), scaled by the standard
         deviation over the batch; the policy loss is ``-mean(A * log pi) + kl_coef * KL`` to
@@ -373,16 +375,22 @@ class ReinPatchNetwork(nn.Module):
                 backbone_input, decoded.starts, stats, batch, channels, local,
                 decoded.coarse_starts, chunk_rows, rows,
             )[:, 0]  # (B, H, C, Q)
-        with torch.no_grad():
+        weight = self.config.sample_loss_weight
+        with torch.set_grad_enabled(weight > 0 and torch.is_grad_enabled()):
             sampled = self._forecast(
                 backbone_input, samples.starts, stats, batch, channels, local,
                 samples.coarse_starts, chunk_rows, rows,
             )  # (B, G, H, C, Q)
         loss = backbone_loss(prediction, y)
 
-        forecasts = torch.cat([prediction.detach().unsqueeze(1), sampled], dim=1)  # (B,1+G,..)
+        forecasts = torch.cat([prediction.unsqueeze(1), sampled], dim=1)  # (B, 1+G, ...)
         targets = y.unsqueeze(1).expand(-1, group + 1, -1, -1)  # (B, 1+G, H, C)
         per_element = sample_loss(forecasts.flatten(0, 1), targets.flatten(0, 1))  # (S, H, C)
+        if weight > 0:
+            # The backbone also learns to read the sampled patchings, so a move of the policy
+            # is judged by a backbone that has seen such moves, not only the decode.
+            sampled_loss = per_element.reshape(batch, group + 1, -1)[:, 1:].mean()
+            loss = (loss + weight * sampled_loss) / (1 + weight)
         rewards = -per_element.detach().mean(dim=1).reshape(batch, group + 1, channels)
         rewards = rewards.transpose(1, 2).reshape(batch * channels, group + 1)  # (R, 1+G)
         advantages = self_critical_advantages(rewards[:, 1:], rewards[:, 0])  # (R, G)

@@ -91,7 +91,8 @@ class ReinPatchForecaster(BaseForecaster):
 
     Each target column's lookback window of ``input_chunk_length`` steps is cut into
     ``ceil(input_chunk_length / compression_rate)`` contiguous patches by a *patcher*; each
-    patch becomes a token, and a Transformer with a flatten head forecasts the horizon. The
+    patch becomes a token, a Transformer encodes the tokens, and a head reading every time step
+    from its patch's token (a time-aligned readout) forecasts the horizon. The
     learned patcher is trained by Group Relative Policy Gradient (arXiv 2603.26097): the
     backbone trains on the patcher's decoded (most likely) patching, the one prediction uses;
     ``group_size`` sampled patchings per series are scored against it, and a sample's advantage
@@ -238,6 +239,7 @@ class ReinPatchForecaster(BaseForecaster):
         readout_skip: bool = ModelOptions.readout_skip,
         group_size: int = TrainingOptions.group_size,
         kl_coef: float = TrainingOptions.kl_coef,
+        sample_loss_weight: float = TrainingOptions.sample_loss_weight,
         patcher_lr: float | None = TrainingOptions.patcher_lr,
         batch_size: int = 32,
         n_epochs: int = 100,
@@ -265,6 +267,7 @@ class ReinPatchForecaster(BaseForecaster):
         self.readout_skip = readout_skip
         self.group_size = group_size
         self.kl_coef = kl_coef
+        self.sample_loss_weight = sample_loss_weight
         self.patcher_lr = patcher_lr
         self.batch_size = batch_size
         self.n_epochs = n_epochs

@@ -19,11 +19,13 @@ def _batch(series, length: int = 24, horizon: int = 6, windows: int = 8) -> Torc
                               static_covariates=None, sample_weight=None, future_target=future)
 
 
-@pytest.mark.parametrize("policy", ["density", "offset", "topk"])
-def test_darts_training_step_is_the_network_step(make_model, series, monkeypatch, policy):
+@pytest.mark.parametrize("policy,readout", [("density", "profile"), ("offset", "copy"),
+                                            ("topk", "interpolate"), ("density", "flatten")])
+def test_darts_training_step_is_the_network_step(make_model, series, monkeypatch, policy,
+                                                 readout):
     """Same seed and batch: the module's training_step returns the loss of
     ReinPatchNetwork.training_losses with darts' loss (MSE), and logs nothing else."""
-    model = make_model(policy=policy, dropout=0.2, n_epochs=1)
+    model = make_model(policy=policy, readout=readout, dropout=0.2, n_epochs=1)
     model.fit(series)
     module = model.model.train()
     logged = {}
