@@ -43,6 +43,7 @@ VARIANTS: dict[str, tuple[str, bool]] = {
     "copy+skip": ("copy", True),
     "copy": ("copy", False),
     "interpolate": ("interpolate", False),
+    "query": ("query", False),
 }
 PATCHERS = ("uniform", "volatility", "random", "learned")
 

@@ -99,11 +99,12 @@ class ModelOptions:
         "profile", "How the forecast head reads the encoded patch tokens: ``\"profile\"`` "
         "(every token is decoded into a short profile stretched over its patch, so each time "
         "step reads its own patch), ``\"copy\"`` (each step reads its patch's token), "
-        "``\"interpolate\"`` (steps interpolate between neighbouring patches' tokens) or "
+        "``\"interpolate\"`` (steps interpolate between neighbouring patches' tokens), "
+        "``\"query\"`` (one learned query per horizon step attends to the tokens) or "
         "``\"flatten\"`` (a head over the token slots, whose weights assume the uniform grid: "
         "an ablation). See ``docs/method.md``.", "str",
-        "how the head reads the patch tokens: profile, copy, interpolate or flatten (ablation)",
-        choices=("profile", "copy", "interpolate", "flatten"))
+        "how the head reads the patch tokens: profile, copy, interpolate, query or flatten "
+        "(ablation)", choices=("profile", "copy", "interpolate", "query", "flatten"))
     readout_skip: bool = _option(
         False, "Also give the head every time step's own local features, bypassing the "
         "patches (a time-aligned readout only).", "bool",

@@ -35,7 +35,8 @@ from torch import Tensor, nn
 
 from .chunking import map_row_chunks, rows_per_chunk
 from .covariates import CovariateEmbedding, Covariates
-from .readout import DEFAULT_READOUT, READOUTS, StepReadout
+from .readout import (DEFAULT_READOUT, READOUTS, STEP_READOUTS, HorizonQueryReadout,
+                      StepReadout)
 from .segments import (
     coarse_token_starts,
     patch_lengths,
@@ -123,7 +124,13 @@ class BackboneConfig:
             )
         if not isinstance(self.readout_skip, bool):
             raise ValueError(f"readout_skip must be True or False, got {self.readout_skip!r}.")
-        if self.readout_skip and not self.use_local_mean and self.readout != "flatten":
+        if self.readout_skip and self.readout not in STEP_READOUTS:
+            raise ValueError(
+                f"readout_skip=True adds every step's local features to the step features of a "
+                f"time-aligned readout ({', '.join(STEP_READOUTS)}); readout={self.readout!r} has "
+                "none: set readout_skip=False."
+            )
+        if self.readout_skip and not self.use_local_mean:
             raise ValueError(
                 "readout_skip=True reads the local encoder's features, which use_local_mean=False "
                 "switches off: set readout_skip=False or use_local_mean=True."
@@ -167,8 +174,8 @@ class BackboneConfig:
 
     @property
     def time_aligned(self) -> bool:
-        """Whether the head reads time steps (every readout but ``"flatten"``)."""
-        return self.readout != "flatten"
+        """Whether the head reads the tokens mapped onto the time steps."""
+        return self.readout in STEP_READOUTS
 
     @property
     def uses_covariates(self) -> bool:
@@ -391,10 +398,14 @@ class Backbone(nn.Module):
                                                        config.resample_points, width)
             if config.readout_skip:
                 self.skip_projection = nn.Linear(config.d_model, width)
-            head_inputs = config.input_length * width
+            self.head = nn.Linear(config.input_length * width,
+                                  config.output_length * config.nr_params)
+        elif config.readout == "query":
+            self.query_readout = HorizonQueryReadout(config.d_model, config.n_heads,
+                                                     config.output_length, config.nr_params)
         else:
-            head_inputs = n_tokens * config.d_model
-        self.head = nn.Linear(head_inputs, config.output_length * config.nr_params)
+            self.head = nn.Linear(n_tokens * config.d_model,
+                                  config.output_length * config.nr_params)
         self.covariates = None
         if config.uses_covariates:
             # Built last and only with covariates: the other weights a seed draws stay those
@@ -498,6 +509,8 @@ class Backbone(nn.Module):
         per_row = group * n_tokens * config.d_model * max(config.ff_multiplier, 1)
         if config.time_aligned:  # step features (L, k) and profiles (N, P*k <= d) per patching
             per_row = max(per_row, group * length * config.step_width)
+        if config.readout == "query":  # the queries' features (H, d) per patching
+            per_row = max(per_row, group * config.output_length * config.d_model)
         if with_local and config.use_local_mean:
             per_row = max(per_row, length * config.d_model)
         return rows_per_chunk(self.chunk_elements, per_row)
@@ -545,15 +558,23 @@ class Backbone(nn.Module):
             for layer in self.coarse_layers:
                 coarse = layer(coarse, group)  # (R*G, N2, d)
             coarse = self.coarse_norm(coarse)  # (R*G, N2, d)
-        if self.config.time_aligned:
-            flat = self._step_features(self.final_norm(h), coarse, starts, coarse_starts,
-                                       local).flatten(1)  # (R*G, L*k)
-        else:
-            flat = self.final_norm(h).flatten(1)  # (R*G, N*d)
+        if self.config.readout == "query":
+            tokens = self.final_norm(h)  # (R*G, N, d)
             if two_levels:
-                flat = torch.cat([flat, coarse.flatten(1)], dim=1)  # (R*G, (N+N2)*d)
-        flat = group_dropout(flat, self.config.dropout, group, self.training)
-        out = self.head(flat)  # (R*G, H*Q)
+                tokens = torch.cat([tokens, coarse], dim=1)  # (R*G, N+N2, d)
+            read = group_dropout(self.query_readout.attend(tokens), self.config.dropout, group,
+                                 self.training)  # (R*G, H, d)
+            out = self.query_readout(read)  # (R*G, H, Q)
+        else:
+            if self.config.time_aligned:
+                flat = self._step_features(self.final_norm(h), coarse, starts, coarse_starts,
+                                           local).flatten(1)  # (R*G, L*k)
+            else:
+                flat = self.final_norm(h).flatten(1)  # (R*G, N*d)
+                if two_levels:
+                    flat = torch.cat([flat, coarse.flatten(1)], dim=1)  # (R*G, (N+N2)*d)
+            flat = group_dropout(flat, self.config.dropout, group, self.training)
+            out = self.head(flat)  # (R*G, H*Q)
         out = out.reshape(-1, self.config.output_length, self.config.nr_params)  # (R*G, H, Q)
         if self.covariates is not None and self.covariates.n_future:
             horizon = self.covariates.horizon_offsets(rows)  # (R, H, Q)

@@ -20,6 +20,11 @@ Readouts (``READOUTS``):
     Step features are interpolated linearly between the projected tokens of neighbouring
     patches, anchored at the patch centres: a smooth readout, whose steps near a boundary also
     read the neighbour patch.
+``"query"``
+    No step features: ``H`` learned horizon queries attend to the encoded tokens (whose
+    position features say where each patch lies), and each query's output is mapped to its
+    step's forecast. The tokens are read as a set, by content and position, so no weight is
+    tied to a token slot or to a step of the window.
 ``"flatten"``
     No step features: the backbone keeps the flatten head over token slots (an ablation).
 
@@ -40,10 +45,13 @@ from torch import Tensor, nn
 
 from .segments import patch_lengths
 
-__all__ = ["READOUTS", "DEFAULT_READOUT", "step_patch_index", "StepReadout"]
+__all__ = ["READOUTS", "STEP_READOUTS", "DEFAULT_READOUT", "step_patch_index", "StepReadout",
+           "HorizonQueryReadout"]
 
 #: The backbone's readouts, the default first.
-READOUTS = ("profile", "copy", "interpolate", "flatten")
+READOUTS = ("profile", "copy", "interpolate", "query", "flatten")
+#: The readouts that map the tokens onto the ``L`` steps (:class:`StepReadout`).
+STEP_READOUTS = ("profile", "copy", "interpolate")
 DEFAULT_READOUT = "profile"
 
 
@@ -76,10 +84,10 @@ class StepReadout(nn.Module):
 
     def __init__(self, mode: str, d_model: int, points: int, width: int) -> None:
         super().__init__()
-        if mode not in READOUTS or mode == "flatten":
+        if mode not in STEP_READOUTS:
             raise ValueError(
-                f"StepReadout reads tokens onto steps: mode must be one of "
-                f"{[m for m in READOUTS if m != 'flatten']}, got {mode!r}."
+                f"StepReadout reads tokens onto steps: mode must be one of {STEP_READOUTS}, "
+                f"got {mode!r}."
             )
         self.mode = mode
         self.points = points
@@ -136,3 +144,34 @@ class StepReadout(nn.Module):
             return features.gather(1, index.unsqueeze(-1).expand(-1, -1, width))  # (M, L, k)
 
         return read(left) * (1 - weight) + read(right) * weight  # (M, L, k)
+
+
+class HorizonQueryReadout(nn.Module):
+    """The forecast read from the tokens by one learned query per horizon step.
+
+    Parameters
+    ----------
+    d_model, n_heads
+        ``d`` and the attention heads.
+    horizon
+        ``H``.
+    nr_params
+        ``Q``.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, horizon: int, nr_params: int) -> None:
+        super().__init__()
+        self.queries = nn.Parameter(0.02 * torch.randn(horizon, d_model))
+        self.attention = nn.MultiheadAttention(d_model, n_heads, batch_first=True)
+        self.norm = nn.LayerNorm(d_model)
+        self.output = nn.Linear(d_model, nr_params)
+
+    def attend(self, tokens: Tensor) -> Tensor:
+        """Per-step features ``(M, H, d)`` of tokens ``(M, N, d)``."""
+        queries = self.queries.unsqueeze(0).expand(tokens.shape[0], -1, -1)  # (M, H, d)
+        read = self.attention(queries, tokens, tokens, need_weights=False)[0]  # (M, H, d)
+        return self.norm(read + queries)
+
+    def forward(self, features: Tensor) -> Tensor:
+        """The forecast ``(M, H, Q)`` from the features of :meth:`attend`."""
+        return self.output(features)

@@ -9,8 +9,8 @@ import pytest
 from reinpatch_forecast import ReinPatchModel
 
 #: (readout, readout_skip) pairs.
-VARIANTS = [("profile", False), ("profile", True), ("copy", True), ("interpolate", False),
-            ("flatten", False)]
+VARIANTS = [("profile", False), ("copy", False), ("copy", True), ("interpolate", False),
+            ("query", False), ("flatten", False)]
 
 
 @pytest.mark.parametrize("bad", [dict(readout="slots"), dict(readout_skip="yes")])

@@ -11,12 +11,11 @@ import torch
 
 from reinpatch_forecast.nn import BackboneConfig, Covariates, ReinPatchConfig, ReinPatchNetwork
 from reinpatch_forecast.nn.grid import uniform_starts
-from reinpatch_forecast.nn.readout import READOUTS, StepReadout, step_patch_index
+from reinpatch_forecast.nn.readout import STEP_READOUTS, StepReadout, step_patch_index
 
-STEP_READOUTS = [name for name in READOUTS if name != "flatten"]
 #: (readout, readout_skip) pairs the network and darts tests run.
-VARIANTS = [("profile", False), ("profile", True), ("copy", True), ("interpolate", False),
-            ("flatten", False)]
+VARIANTS = [("profile", False), ("profile", True), ("copy", False), ("copy", True),
+            ("interpolate", False), ("query", False), ("flatten", False)]
 
 
 def _starts(*values: int) -> torch.Tensor:
@@ -108,9 +107,8 @@ def test_network_on_the_grid_gives_shapes_and_the_series_scale(readout, skip, le
     assert out.shape == (4, 12, 2, 3)
     assert torch.isfinite(out).all()
     assert (out - 1000.0).abs().max() < 5.0 * 10  # RevIN: the series' level and spread
-    expected = 48 * config.backbone.step_width if readout != "flatten" else None
-    if expected is not None:
-        assert network.backbone.head.in_features == expected
+    if readout in STEP_READOUTS:
+        assert network.backbone.head.in_features == 48 * config.backbone.step_width
 
 
 @pytest.mark.parametrize("readout,skip", VARIANTS)
@@ -128,11 +126,14 @@ def test_grpg_step_with_covariates_trains_every_part(readout, skip, levels):
     losses = network.training_losses(torch.randn(4, 32, 2), torch.randn(4, 8, 2),
                                      covariates=covariates)
     losses.loss.backward()
-    head = network.backbone.head.weight.grad
+    head = (network.backbone.query_readout.output if readout == "query"
+            else network.backbone.head).weight.grad
     assert head is not None and torch.isfinite(head).all() and head.abs().sum() > 0
     patcher_grads = [p.grad for p in network.patcher_parameters() if p.grad is not None]
     assert patcher_grads and any(g.abs().sum() > 0 for g in patcher_grads)
-    if readout != "flatten":
+    if readout == "query":
+        assert network.backbone.query_readout.queries.grad.abs().sum() > 0
+    elif readout != "flatten":
         assert network.backbone.step_readout.project.weight.grad.abs().sum() > 0
         if levels == 2:
             assert network.backbone.coarse_step_readout.project.weight.grad.abs().sum() > 0
@@ -158,6 +159,8 @@ def test_chunked_backbone_gives_the_same_forecast():
     (dict(readout=None), "Unknown readout None"),
     (dict(readout_skip=True, use_local_mean=False), "readout_skip=True reads"),
     (dict(readout_skip="yes"), "readout_skip must be True or False"),
+    (dict(readout="query", readout_skip=True), "readout='query' has none"),
+    (dict(readout="flatten", readout_skip=True), "readout='flatten' has none"),
 ])
 def test_bad_readout_settings_raise_at_construction(bad, message):
     with pytest.raises(ValueError, match=message):
@@ -167,7 +170,8 @@ def test_bad_readout_settings_raise_at_construction(bad, message):
 def _learned_network(weight: float) -> ReinPatchNetwork:
     torch.manual_seed(0)
     config = ReinPatchConfig(input_length=32, output_length=8, compression_rate=4, d_model=16,
-                             n_heads=2, dropout=0.0, group_size=3, sample_loss_weight=weight)
+                             n_heads=2, dropout=0.0, group_size=3, sample_loss_weight=weight,
+                             readout="copy")
     return ReinPatchNetwork(config).train()
 
 
@@ -185,7 +189,8 @@ def test_sample_loss_weight_trains_the_backbone_on_the_samples_too(monkeypatch):
     assert not torch.allclose(both.backbone_loss, base.backbone_loss)
     base.loss.backward()
     both.loss.backward()
-    assert not torch.allclose(weighted.backbone.head.weight.grad, plain.backbone.head.weight.grad)
+    assert not torch.allclose(weighted.backbone.head.weight.grad,
+                              plain.backbone.head.weight.grad)
 
     explore = weighted._explore
 
