@@ -383,7 +383,9 @@ class ReinPatchNetwork(nn.Module):
             )  # (B, G, H, C, Q)
         loss = backbone_loss(prediction, y)
 
-        forecasts = torch.cat([prediction.unsqueeze(1), sampled], dim=1)  # (B, 1+G, ...)
+        # The decode's loss is in `loss` already; the samples keep their gradient only when
+        # the backbone trains on them.
+        forecasts = torch.cat([prediction.detach().unsqueeze(1), sampled], dim=1)  # (B,1+G,..)
         targets = y.unsqueeze(1).expand(-1, group + 1, -1, -1)  # (B, 1+G, H, C)
         per_element = sample_loss(forecasts.flatten(0, 1), targets.flatten(0, 1))  # (S, H, C)
         if weight > 0:

@@ -526,8 +526,10 @@ def test_backbone_config_and_forward_check_the_levels():
         BackboneConfig(input_length=32, output_length=4, n_patches=8, n_coarse_patches=9)
     with pytest.raises(ValueError, match=r"n_coarse_patches"):
         BackboneConfig(input_length=32, output_length=4, n_patches=8, n_coarse_patches=0)
+    # The flatten head reads the fine and the coarse token slots (time-aligned readouts at two
+    # levels: tests/nn/test_readout.py).
     two = Backbone(BackboneConfig(input_length=32, output_length=4, n_patches=8, d_model=8,
-                                  n_heads=2, n_coarse_patches=2))
+                                  n_heads=2, n_coarse_patches=2, readout="flatten"))
     one = Backbone(BackboneConfig(input_length=32, output_length=4, n_patches=8, d_model=8,
                                   n_heads=2))
     x = torch.randn(3, 32)
