@@ -15,6 +15,7 @@ Validation lives in one place, :class:`~reinpatch_forecast.nn.ReinPatchConfig`, 
 
 from __future__ import annotations
 
+import argparse
 import os
 import textwrap
 from dataclasses import MISSING, Field, dataclass, field, fields
@@ -254,7 +255,9 @@ def add_option_flags(parser: Any, parse: Mapping[str, Callable[[str], Any]],
         if "(default" not in help_text:
             help_text += f" (default: {default})"
         if isinstance(default, bool):
-            parser.add_argument(flag, action="store_true", help=help_text)
+            # --flag / --no-flag, so an option that is on by default can be switched off
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=default,
+                                help=help_text)
             continue
         parser.add_argument(flag, type=parse.get(f.name, str), default=default, help=help_text,
                             **cli)

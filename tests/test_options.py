@@ -84,6 +84,18 @@ def test_cli_flags_parse_into_the_options():
     assert training == TrainingOptions(group_size=2, kl_coef=0.0, patcher_lr=0.01)
 
 
+def test_cli_boolean_flags_switch_either_way():
+    """Every boolean option has --flag and --no-flag, whatever its default."""
+    base = ["fit", "--csv", "x.csv", "--target", "OT", "--lookback", "48", "--horizon", "12",
+            "--out", "m.pt"]
+    for name, default in _defaults().items():
+        if not isinstance(default, bool):
+            continue
+        flag = name.replace("_", "-")
+        assert getattr(build_parser().parse_args(base + [f"--{flag}"]), name) is True
+        assert getattr(build_parser().parse_args(base + [f"--no-{flag}"]), name) is False
+
+
 def test_bad_option_flags_are_usage_errors(capsys):
     for flag, value in (("--group-size", "0"), ("--dropout", "1.5"),
                         ("--compression-rate", "4,2,2"), ("--levels", "3")):
