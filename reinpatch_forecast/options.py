@@ -97,20 +97,20 @@ class ModelOptions:
         False, "Learn a per-component affine map in the instance normalisation.", "bool",
         "learn an affine map in the instance normalisation")
     readout: str = _option(
-        "profile", "How the forecast head reads the encoded patch tokens: ``\"profile\"`` "
-        "(every token is decoded into a short profile stretched over its patch, so each time "
-        "step reads its own patch), ``\"copy\"`` (each step reads its patch's token), "
-        "``\"interpolate\"`` (steps interpolate between neighbouring patches' tokens), "
-        "``\"query\"`` (one learned query per horizon step attends to the tokens) or "
-        "``\"flatten\"`` (a head over the token slots, whose weights assume the uniform grid: "
-        "an ablation). See ``docs/method.md``.", "str",
-        "how the head reads the patch tokens: profile, copy, interpolate, query or flatten "
-        "(ablation)", choices=("profile", "copy", "interpolate", "query", "flatten"))
-    readout_skip: bool = _option(
-        False, "Also give the head every time step's own local features, bypassing the "
-        "patches (a time-aligned readout only).", "bool",
-        "also give the head every step's local features, bypassing the patches")
-
+        "copy", "How the forecast head reads the encoded patch tokens: ``\"copy\"`` (every "
+        "time step reads its own patch's token), ``\"profile\"`` (every token is decoded into "
+        "a short profile stretched over its patch), ``\"interpolate\"`` (steps interpolate "
+        "between neighbouring patches' tokens), ``\"query\"`` (one learned query per horizon "
+        "step attends to the tokens) or ``\"flatten\"`` (a head over the token slots, whose "
+        "weights assume the uniform grid: an ablation). See ``docs/method.md``.", "str",
+        "how the head reads the patch tokens: copy, profile, interpolate, query or flatten "
+        "(ablation)", choices=("copy", "profile", "interpolate", "query", "flatten"))
+    readout_skip: bool | None = _option(
+        None, "Also give the head every time step's own local features, bypassing the "
+        "patches; ``None``: on for the readouts that map tokens onto time steps (``copy``, "
+        "``profile``, ``interpolate``).", "bool or None",
+        "also give the head every step's local features, bypassing the patches (default: on "
+        "for copy, profile and interpolate)", action=argparse.BooleanOptionalAction)
 
 @dataclass(frozen=True)
 class TrainingOptions:
@@ -259,8 +259,9 @@ def add_option_flags(parser: Any, parse: Mapping[str, Callable[[str], Any]],
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=default,
                                 help=help_text)
             continue
-        parser.add_argument(flag, type=parse.get(f.name, str), default=default, help=help_text,
-                            **cli)
+        if "action" not in cli:
+            cli["type"] = parse.get(f.name, str)
+        parser.add_argument(flag, default=default, help=help_text, **cli)
 
 
 for _cls in OPTION_CLASSES:

@@ -94,6 +94,10 @@ def test_cli_boolean_flags_switch_either_way():
         flag = name.replace("_", "-")
         assert getattr(build_parser().parse_args(base + [f"--{flag}"]), name) is True
         assert getattr(build_parser().parse_args(base + [f"--no-{flag}"]), name) is False
+    # readout_skip defaults to None (on where it applies) and switches either way too
+    assert build_parser().parse_args(base).readout_skip is None
+    assert build_parser().parse_args(base + ["--readout-skip"]).readout_skip is True
+    assert build_parser().parse_args(base + ["--no-readout-skip"]).readout_skip is False
 
 
 def test_bad_option_flags_are_usage_errors(capsys):

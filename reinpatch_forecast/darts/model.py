@@ -323,7 +323,7 @@ class ReinPatchModel(MixedCovariatesTorchModel):
         resample_points: int | None = ModelOptions.resample_points,
         revin_affine: bool = ModelOptions.revin_affine,
         readout: str = ModelOptions.readout,
-        readout_skip: bool = ModelOptions.readout_skip,
+        readout_skip: bool | None = ModelOptions.readout_skip,
         group_size: int = TrainingOptions.group_size,
         kl_coef: float = TrainingOptions.kl_coef,
         sample_loss_weight: float = TrainingOptions.sample_loss_weight,

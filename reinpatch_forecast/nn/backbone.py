@@ -86,13 +86,15 @@ class BackboneConfig:
         :mod:`~reinpatch_forecast.nn.covariates`.
     readout
         How the head reads the encoded tokens, one of
-        :data:`~reinpatch_forecast.nn.readout.READOUTS`: ``"profile"`` (default), ``"copy"``
+        :data:`~reinpatch_forecast.nn.readout.READOUTS`: ``"copy"`` (default), ``"profile"``
         and ``"interpolate"`` map them onto the ``L`` time steps and the head reads
-        ``L * k`` step features; ``"flatten"`` is a head over the token slots (ablation).
+        ``L * k`` step features; ``"query"`` reads them with one query per horizon step;
+        ``"flatten"`` is a head over the token slots (ablation).
     readout_skip
         Add the step's own local features (projected to ``k``) to its readout features: a
-        path from the raw values to the head that bypasses the patches. Needs
-        ``use_local_mean``; ignored by ``"flatten"``.
+        path from the raw values to the head that bypasses the patches. ``None`` (default):
+        on for the readouts that map tokens onto steps when ``use_local_mean`` gives local
+        features, off otherwise; ``True`` needs both.
     """
 
     input_length: int
@@ -114,7 +116,7 @@ class BackboneConfig:
     n_future_covariates: int = 0
     n_static_covariates: int = 0
     readout: str = DEFAULT_READOUT
-    readout_skip: bool = False
+    readout_skip: bool | None = None
 
     def __post_init__(self) -> None:
         if self.readout not in READOUTS:
@@ -122,8 +124,13 @@ class BackboneConfig:
                 f"Unknown readout {self.readout!r}: use one of {', '.join(READOUTS)} "
                 "('flatten' is the head over token slots, for ablations)."
             )
+        if self.readout_skip is None:
+            self.readout_skip = self.readout in STEP_READOUTS and self.use_local_mean
         if not isinstance(self.readout_skip, bool):
-            raise ValueError(f"readout_skip must be True or False, got {self.readout_skip!r}.")
+            raise ValueError(
+                f"readout_skip must be True, False or None (on where it applies), got "
+                f"{self.readout_skip!r}."
+            )
         if self.readout_skip and self.readout not in STEP_READOUTS:
             raise ValueError(
                 f"readout_skip=True adds every step's local features to the step features of a "

@@ -123,7 +123,7 @@ class ReinPatchConfig:
     use_position: bool = True
     local_activation: bool = True
     readout: str = DEFAULT_READOUT
-    readout_skip: bool = False
+    readout_skip: bool | None = None
     patcher_hidden_size: int = 32
     patcher_layers: int = 4
     patcher_kernel_size: int = 3

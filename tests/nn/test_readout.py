@@ -154,11 +154,23 @@ def test_chunked_backbone_gives_the_same_forecast():
     torch.testing.assert_close(network(x), whole, rtol=0, atol=1e-6)
 
 
+def test_the_skip_is_on_where_it_applies_by_default():
+    def config(**kwargs):
+        return BackboneConfig(input_length=24, output_length=6, n_patches=3, **kwargs)
+
+    assert (config().readout, config().readout_skip) == ("copy", True)
+    assert config(readout="profile").readout_skip is True
+    assert config(readout="flatten").readout_skip is False
+    assert config(readout="query").readout_skip is False
+    assert config(use_local_mean=False).readout_skip is False
+    assert config(readout_skip=False).readout_skip is False
+
+
 @pytest.mark.parametrize("bad,message", [
     (dict(readout="slots"), "Unknown readout 'slots'"),
     (dict(readout=None), "Unknown readout None"),
     (dict(readout_skip=True, use_local_mean=False), "readout_skip=True reads"),
-    (dict(readout_skip="yes"), "readout_skip must be True or False"),
+    (dict(readout_skip="yes"), "readout_skip must be True, False or None"),
     (dict(readout="query", readout_skip=True), "readout='query' has none"),
     (dict(readout="flatten", readout_skip=True), "readout='flatten' has none"),
 ])
