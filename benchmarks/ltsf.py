@@ -882,11 +882,24 @@ def _plot(rows: list[dict], out_dir: Path) -> None:
     plt.close(fig)
 
 
-def _extra(args) -> dict[str, Any]:
+def add_learned_arguments(parser: argparse.ArgumentParser) -> None:
+    """The learned rows' GRPG settings (``learned_settings`` reads them;
+    unset ones keep the defaults)."""
+    parser.add_argument("--learned-group", type=int, default=None,
+                        help=f"group size G of the learned rows (default {DEFAULT_GROUP})")
+    parser.add_argument("--learned-kl", type=float, default=None,
+                        help="kl_coef of the learned rows (default 0.1)")
+    parser.add_argument("--learned-patcher-lr", type=float, default=None,
+                        help="patcher_lr of the learned rows (default 3x --lr)")
+    parser.add_argument("--learned-sample-weight", type=float, default=None,
+                        help="sample_loss_weight of the learned rows (default 0)")
+
+
+def learned_settings(args) -> dict[str, Any]:
     """Non-default learned-row settings given on the command line (they enter the run key)."""
     extra = {"G": args.learned_group, "kl": args.learned_kl,
              "patcher_lr": args.learned_patcher_lr,
-             "sample_weight": getattr(args, "learned_sample_weight", None)}
+             "sample_weight": args.learned_sample_weight}
     return {k: v for k, v in extra.items() if v is not None}
 
 
@@ -904,14 +917,7 @@ def main(argv: list[str] | None = None) -> None:
                         help=f"policies of the learned and learned_l2 rows: {DEFAULT_POLICY} "
                              "(the default, row 'learned'); any other as row 'learned "
                              "[policy]'; topk is the v1 ablation")
-    parser.add_argument("--learned-group", type=int, default=None,
-                        help=f"group size G of the learned rows (default {DEFAULT_GROUP})")
-    parser.add_argument("--learned-kl", type=float, default=None,
-                        help="kl_coef of the learned rows (default 0.1)")
-    parser.add_argument("--learned-patcher-lr", type=float, default=None,
-                        help="patcher_lr of the learned rows (default 3x --lr)")
-    parser.add_argument("--learned-sample-weight", type=float, default=None,
-                        help="sample_loss_weight of the learned rows (default 0)")
+    add_learned_arguments(parser)
     parser.add_argument("--uniform-sizes", nargs="+", type=int, default=list(UNIFORM_SIZES),
                         help="patch sizes R of the uniform rows (default: the tuning grid)")
     parser.add_argument("--report-only", action="store_true")
@@ -927,7 +933,8 @@ def main(argv: list[str] | None = None) -> None:
         datasets = args.datasets or PROFILES[args.profile]["datasets"]
         horizons = args.horizons or PROFILES[args.profile]["horizons"]
         for spec in plan(datasets, horizons, args.models, args.lookback, settings,
-                         args.policy, _extra(args), args.seeds, args.uniform_sizes):
+                         args.policy, learned_settings(args), args.seeds,
+                         args.uniform_sizes):
             runs.update(load_cache(cache))  # another process may share the cache
             if spec.key in runs:
                 continue

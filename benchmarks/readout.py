@@ -59,7 +59,7 @@ def patcher_label(spec: dict[str, Any]) -> str:
     return spec["model"] + " [" + ", ".join(f"{k}={v}" for k, v in extra.items()) + "]"
 
 
-#: Learned-row settings that differ from the package's defaults (``ltsf._extra``'s names).
+#: Learned-row settings that differ from the package's defaults (``ltsf.learned_settings``).
 LEARNED_EXTRA = ("kl", "patcher_lr", "sample_weight")
 
 
@@ -203,10 +203,11 @@ def _at_a_glance(rows: list[dict], cells: list[tuple]) -> list[str]:
 
             distance = ("–" if learned is None or learned["grid_distance"] is None
                         else f"{learned['grid_distance']:.2f}")
+            mse = format_mean_std(uniform["test_mse"], uniform["test_mse_std"],
+                                  uniform["n_seeds"])
             lines.append(
                 f"| {cell[0]} H={cell[1]} R={cell[3]} | {variant} | "
-                f"{format_mean_std(uniform['test_mse'], uniform['test_mse_std'], uniform['n_seeds'])}"
-                f" (n={uniform['n_seeds']}) | "
+                f"{mse} (n={uniform['n_seeds']}) | "
                 f"{_gap(uniform['test_mse'], flat['test_mse'] if flat else None)} | "
                 f"{gap('volatility')} | {gap('random')} | {gap('learned')} | {distance} |")
     return lines + [""]
@@ -221,14 +222,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--patchers", nargs="+", choices=PATCHERS,
                         default=["uniform", "volatility"])
     parser.add_argument("--readouts", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
-    parser.add_argument("--learned-group", type=int, default=None,
-                        help=f"G of the learned rows (default {ltsf.DEFAULT_GROUP})")
-    parser.add_argument("--learned-kl", type=float, default=None,
-                        help="kl_coef of the learned rows (default 0.1)")
-    parser.add_argument("--learned-patcher-lr", type=float, default=None,
-                        help="patcher_lr of the learned rows (default 3x --lr)")
-    parser.add_argument("--learned-sample-weight", type=float, default=None,
-                        help="sample_loss_weight of the learned rows (default 0)")
+    ltsf.add_learned_arguments(parser)
     parser.add_argument("--shard", default=None, help="i/n: run every n-th run from the i-th")
     parser.add_argument("--report-only", action="store_true")
     parser.add_argument("--out-dir", type=Path, default=RESULTS)
@@ -244,7 +238,7 @@ def main(argv: list[str] | None = None) -> None:
 
     if not args.report_only:
         specs = plan(args.datasets, args.horizons, args.patchers, args.rates, args.readouts,
-                     args.seeds, args.lookback, settings, ltsf._extra(args))
+                     args.seeds, args.lookback, settings, ltsf.learned_settings(args))
         for spec in shard(specs, args.shard):
             if spec.key in known():
                 continue
@@ -255,7 +249,7 @@ def main(argv: list[str] | None = None) -> None:
                   f"({record['train_seconds']:.0f} s)", flush=True)
     wanted = {spec.key for spec in plan(args.datasets, args.horizons, args.patchers, args.rates,
                                         args.readouts, args.seeds, args.lookback, settings,
-                                        ltsf._extra(args))}
+                                        ltsf.learned_settings(args))}
     records = list(load_jsonl(cache)) + [r for k, r in shared.items() if k in wanted]
     write_report(records, args.out_dir, settings)
     print(f"[readout] report: {args.out_dir / 'readout.md'}")

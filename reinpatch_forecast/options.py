@@ -112,6 +112,7 @@ class ModelOptions:
         "also give the head every step's local features, bypassing the patches (default: on "
         "for copy, profile and interpolate)", action=argparse.BooleanOptionalAction)
 
+
 @dataclass(frozen=True)
 class TrainingOptions:
     """How GRPG trains the learned patcher (advanced: the defaults suit most data).
