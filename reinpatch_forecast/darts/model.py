@@ -251,9 +251,9 @@ class ReinPatchModel(MixedCovariatesTorchModel):
     contiguous patches by the *patcher*; each patch becomes a token; a pre-norm Transformer
     encodes the tokens, a time-aligned readout maps each token back onto the steps of its patch,
     and a head over the steps forecasts ``output_chunk_length`` steps. The learned patcher is
-    trained by Group Relative Policy Gradient: the backbone trains on the patcher's decoded (most likely)
-    patching, the one validation and prediction use; ``group_size`` sampled patchings per
-    series are scored against it, and a sample's advantage is its reward (negative loss) minus
+    trained by Group Relative Policy Gradient: the backbone trains on the patcher's decoded
+    (most likely) patching, the one validation and prediction use; ``group_size`` sampled
+    patchings per series are scored against it, and a sample's advantage is its reward (negative loss) minus
     the decode's. A new learned patcher decodes exactly the uniform grid and moves a boundary
     only where the reward pays for it.
 
