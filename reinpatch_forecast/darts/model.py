@@ -253,9 +253,9 @@ class ReinPatchModel(MixedCovariatesTorchModel):
     and a head over the steps forecasts ``output_chunk_length`` steps. The learned patcher is
     trained by Group Relative Policy Gradient: the backbone trains on the patcher's decoded
     (most likely) patching, the one validation and prediction use; ``group_size`` sampled
-    patchings per series are scored against it, and a sample's advantage is its reward (negative loss) minus
-    the decode's. A new learned patcher decodes exactly the uniform grid and moves a boundary
-    only where the reward pays for it.
+    patchings per series are scored against it, and a sample's advantage is its reward
+    (negative loss) minus the decode's. A new learned patcher decodes exactly the uniform grid
+    and moves a boundary only where the reward pays for it.
 
     Parameters
     ----------
