@@ -356,10 +356,11 @@ class EncoderLayer(nn.Module):
 class Backbone(nn.Module):
     """Pre-norm Transformer encoder over the ``N`` tokens and a head ``L*k -> H*Q`` over steps.
 
-    With a time-aligned readout (``config.readout`` other than ``"flatten"``) the encoded tokens
-    become step features ``(L, k)`` (``step_readout``; ``skip_projection`` adds the local
-    features with ``readout_skip``) and the head is ``Linear(L*k, H*Q)``. With
-    ``"flatten"`` the head is ``Linear(N*d, H*Q)`` over the token slots.
+    With a time-aligned readout (``"copy"``, ``"profile"``, ``"interpolate"``) the encoded
+    tokens become step features ``(L, k)`` (``step_readout``; ``skip_projection`` adds the local
+    features with ``readout_skip``) and the head is ``Linear(L*k, H*Q)``. With ``"query"``,
+    ``query_readout`` reads the tokens with one query per horizon step. With ``"flatten"`` the
+    head is ``Linear(N*d, H*Q)`` over the token slots.
 
     With ``config.n_coarse_patches`` set (two levels) it also holds ``coarse_layers`` (as many
     as ``layers``), ``coarse_norm``, a projection of the coarse patches' position features
