@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
+import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -199,7 +200,21 @@ def reinpatch_arguments(spec: RunSpec) -> dict[str, Any]:
     learned = dict(compression_rate=tuple(rate) if isinstance(rate, list) else rate,
                    group_size=params.get("G", DEFAULT_GROUP), kl_coef=params.get("kl", 0.1),
                    patcher_lr=params.get("patcher_lr"),
-                   sample_loss_weight=params.get("sample_weight", 0.0), **sizes)
+                   sample_loss_weight=params.get("sample_weight", 0.0),
+                   patcher_warmup=params.get("warmup", 0),
+                   kl_schedule=params.get("kl_schedule", "constant"), **sizes)
+    policy_settings = {name: params[key] for key, name in (("sigma", "density_sigma"),
+                                                           ("knots", "density_knots"))
+                       if key in params}
+    if policy_settings and spec.model == "learned":
+        # A new patcher with other policy settings: zero-initialised heads, so it starts on
+        # the grid as the default one does; GRPG trains it end to end from there.
+        from reinpatch_forecast.nn import LearnedPatcher
+
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(settings["seed"])
+            start = LearnedPatcher(policy=params.get("policy", DEFAULT_POLICY), **policy_settings)
+        return dict(patcher="learned", patcher_init=start, **learned)
     if spec.model == "learned_init":  # GRPG end to end from the shipped patcher (its policy)
         return dict(patcher="learned", patcher_init="pretrained", **learned)
     if spec.model in ("learned", "learned_l2"):
@@ -893,13 +908,23 @@ def add_learned_arguments(parser: argparse.ArgumentParser) -> None:
                         help="patcher_lr of the learned rows (default 3x --lr)")
     parser.add_argument("--learned-sample-weight", type=float, default=None,
                         help="sample_loss_weight of the learned rows (default 0)")
+    parser.add_argument("--learned-warmup", type=int, default=None,
+                        help="patcher_warmup of the learned rows (default 0 epochs)")
+    parser.add_argument("--learned-kl-schedule", choices=("constant", "linear"), default=None,
+                        help="kl_schedule of the learned rows (default constant)")
+    parser.add_argument("--learned-sigma", type=float, default=None,
+                        help="the density policy's sigma in the learned rows (default 0.5)")
+    parser.add_argument("--learned-knots", type=int, default=None,
+                        help="the density policy's cells per grid patch (default 4)")
 
 
 def learned_settings(args) -> dict[str, Any]:
     """Non-default learned-row settings given on the command line (they enter the run key)."""
     extra = {"G": args.learned_group, "kl": args.learned_kl,
              "patcher_lr": args.learned_patcher_lr,
-             "sample_weight": args.learned_sample_weight}
+             "sample_weight": args.learned_sample_weight, "warmup": args.learned_warmup,
+             "kl_schedule": args.learned_kl_schedule, "sigma": args.learned_sigma,
+             "knots": args.learned_knots}
     return {k: v for k, v in extra.items() if v is not None}
 
 

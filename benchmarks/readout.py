@@ -60,7 +60,7 @@ def patcher_label(spec: dict[str, Any]) -> str:
 
 
 #: Learned-row settings that differ from the package's defaults (``ltsf.learned_settings``).
-LEARNED_EXTRA = ("kl", "patcher_lr", "sample_weight")
+LEARNED_EXTRA = ("kl", "patcher_lr", "sample_weight", "warmup", "kl_schedule", "sigma", "knots")
 
 
 def run_params(patcher: str, rate: int, variant: str,

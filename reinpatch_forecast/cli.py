@@ -95,6 +95,10 @@ def _positive_float(text: str) -> float:
     return _number(text, float, lambda v: v > 0, "a positive number")
 
 
+def _non_negative_int(text: str) -> int:
+    return _number(text, int, lambda v: v >= 0, "an integer >= 0")
+
+
 def _non_negative_float(text: str) -> float:
     return _number(text, float, lambda v: v >= 0, "a number >= 0")
 
@@ -117,6 +121,7 @@ _OPTION_TYPES = {
     "n_heads": _positive_int, "n_layers": _positive_int, "dropout": _probability,
     "resample_points": _positive_int, "group_size": _positive_int,
     "kl_coef": _non_negative_float, "sample_loss_weight": _non_negative_float,
+    "patcher_warmup": _non_negative_int,
     "patcher_lr": _positive_float,
 }
 

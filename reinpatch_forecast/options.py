@@ -130,6 +130,16 @@ class TrainingOptions:
     kl_coef: float = _option(
         0.1, "Weight of the KL anchor that keeps the policy near its reference (the uniform "
         "grid).", "float", metavar="W")
+    kl_schedule: str = _option(
+        "constant", "How the KL anchor's weight moves over training: ``\"constant\"`` "
+        "(``kl_coef`` all through) or ``\"linear\"`` (from ``kl_coef`` at the first policy "
+        "epoch down to 0 at the last).", "str", "how the KL weight moves over training: "
+        "constant, or linear (down to 0 at the last epoch)", choices=("constant", "linear"))
+    patcher_warmup: int = _option(
+        0, "Epochs at the start of training in which only the backbone trains, on the "
+        "patcher's decode (the uniform grid for a new patcher), with no group drawn; GRPG "
+        "starts after them.", "int", "epochs in which only the backbone trains before GRPG "
+        "starts", metavar="EPOCHS")
     sample_loss_weight: float = _option(
         0.0, "Weight of the sampled patchings' loss in the backbone's training loss, "
         "``(decoded loss + w * sampled loss) / (1 + w)``; 0 trains the backbone on the decoded "
@@ -189,6 +199,7 @@ def network_config(model: ModelOptions, training: TrainingOptions, input_length:
         input_length=input_length, output_length=output_length,
         compression_rate=model.compression_rate, levels=model.levels, patcher=patcher_name,
         policy=policy, group_size=training.group_size, kl_coef=training.kl_coef,
+        kl_schedule=training.kl_schedule, patcher_warmup=training.patcher_warmup,
         sample_loss_weight=training.sample_loss_weight,
         d_model=model.d_model, n_heads=model.n_heads, n_layers=model.n_layers,
         dropout=model.dropout, resample_points=model.resample_points,

@@ -146,8 +146,12 @@ class _ReinPatchModule(PLForecastingModule):
         def sample_loss(prediction: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
             return elementwise_loss(prediction, target, self.likelihood, self.train_criterion)
 
+        n_epochs = self.trainer.max_epochs if self._trainer is not None else None
+        train_patcher, kl_coef = self.network.config.policy_schedule(
+            self.current_epoch, n_epochs if n_epochs and n_epochs > 0 else None)
         losses = self.network.training_losses(x, target, backbone_loss, sample_loss,
-                                              covariates=self._covariates(train_batch))
+                                              covariates=self._covariates(train_batch),
+                                              train_patcher=train_patcher, kl_coef=kl_coef)
         size = x.shape[0]
         self.log("train_loss", losses.backbone_loss, batch_size=size, prog_bar=True,
                  sync_dist=True)
@@ -326,6 +330,8 @@ class ReinPatchModel(MixedCovariatesTorchModel):
         readout_skip: bool | None = ModelOptions.readout_skip,
         group_size: int = TrainingOptions.group_size,
         kl_coef: float = TrainingOptions.kl_coef,
+        kl_schedule: str = TrainingOptions.kl_schedule,
+        patcher_warmup: int = TrainingOptions.patcher_warmup,
         sample_loss_weight: float = TrainingOptions.sample_loss_weight,
         patcher_lr: float | None = TrainingOptions.patcher_lr,
         use_static_covariates: bool = True,

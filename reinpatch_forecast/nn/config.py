@@ -16,7 +16,10 @@ from .policies import DEFAULT_POLICY, POLICY_NAMES
 from .readout import DEFAULT_READOUT
 from .segments import check_budget, coarse_token_budget, token_budget
 
-__all__ = ["ReinPatchConfig", "PARAM_KINDS"]
+__all__ = ["ReinPatchConfig", "PARAM_KINDS", "KL_SCHEDULES"]
+
+#: How the KL anchor's weight moves over training (see :attr:`ReinPatchConfig.kl_schedule`).
+KL_SCHEDULES = ("constant", "linear")
 
 #: How each forecast parameter is mapped back from the normalised scale:
 #: ``"location"`` like the series itself (``* std + mean``), ``"softplus_scale"`` as a spread
@@ -64,6 +67,14 @@ class ReinPatchConfig:
     kl_coef
         ``lambda_KL``: weight of the KL anchor of the policy to its reference (the uniform grid
         for ``"offset"`` and ``"density"``).
+    kl_schedule
+        One of :data:`KL_SCHEDULES`: ``"constant"`` keeps ``kl_coef`` all through training;
+        ``"linear"`` lowers it linearly from ``kl_coef`` at the first policy epoch to 0 at the
+        last (a firm anchor while the backbone is young, a free policy at the end).
+    patcher_warmup
+        Epochs at the start of training in which only the backbone trains, on the patcher's
+        decode (the uniform grid for a new patcher), with no group drawn; GRPG starts after
+        them, so the first rewards come from a backbone that can already forecast.
     nr_params
         ``Q``: values per forecast step.
     param_kinds
@@ -108,6 +119,8 @@ class ReinPatchConfig:
     policy: str = DEFAULT_POLICY
     group_size: int = 4
     kl_coef: float = 0.1
+    kl_schedule: str = "constant"
+    patcher_warmup: int = 0
     sample_loss_weight: float = 0.0
     nr_params: int = 1
     param_kinds: tuple[str, ...] | None = None
@@ -135,6 +148,20 @@ class ReinPatchConfig:
     n_future_covariates: int = 0
     n_static_covariates: int = 0
     backbone: BackboneConfig = field(init=False, repr=False)
+
+    def policy_schedule(self, epoch: int, n_epochs: int | None) -> tuple[bool, float]:
+        """Whether the patcher trains in ``epoch`` (0-based) and the KL weight it trains with.
+
+        ``n_epochs`` is the planned number of epochs (``None``: unknown, the KL weight then
+        stays at ``kl_coef``).
+        """
+        if epoch < self.patcher_warmup:
+            return False, 0.0
+        if self.kl_schedule == "constant" or not n_epochs:
+            return True, float(self.kl_coef)
+        policy_epochs = max(1, n_epochs - self.patcher_warmup)
+        remaining = 1.0 - (epoch - self.patcher_warmup) / policy_epochs
+        return True, float(self.kl_coef) * max(0.0, remaining)
 
     def __post_init__(self) -> None:
         self._check_levels()
@@ -164,6 +191,17 @@ class ReinPatchConfig:
         if (isinstance(self.kl_coef, bool) or not isinstance(self.kl_coef, numbers.Real)
                 or not math.isfinite(self.kl_coef) or self.kl_coef < 0):
             raise ValueError(f"kl_coef must be a finite number >= 0, got {self.kl_coef!r}.")
+        if self.kl_schedule not in KL_SCHEDULES:
+            raise ValueError(
+                f"Unknown kl_schedule {self.kl_schedule!r}: use 'constant' (kl_coef all through "
+                "training) or 'linear' (kl_coef lowered linearly to 0 over the policy's epochs)."
+            )
+        if (isinstance(self.patcher_warmup, bool) or not isinstance(self.patcher_warmup, int)
+                or self.patcher_warmup < 0):
+            raise ValueError(
+                f"patcher_warmup must be an integer >= 0 (epochs in which only the backbone "
+                f"trains before GRPG starts), got {self.patcher_warmup!r}."
+            )
         if (isinstance(self.sample_loss_weight, bool)
                 or not isinstance(self.sample_loss_weight, numbers.Real)
                 or not math.isfinite(self.sample_loss_weight) or self.sample_loss_weight < 0):

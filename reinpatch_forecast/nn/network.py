@@ -303,6 +303,8 @@ class ReinPatchNetwork(nn.Module):
         sample_loss: Callable[[Tensor, Tensor], Tensor] | None = None,
         group_size: int | None = None,
         covariates: Covariates | None = None,
+        train_patcher: bool = True,
+        kl_coef: float | None = None,
     ) -> TrainingLosses:
         """Losses of one training step: the GRPG step (v2 protocol, ``design.md`` §1).
 
@@ -337,6 +339,11 @@ class ReinPatchNetwork(nn.Module):
         covariates
             The windows' covariates, as in :meth:`forward`; the decode and every sample read
             the same ones.
+        train_patcher
+            ``False`` trains the backbone alone on the decode, with no group drawn (the
+            warm-up epochs of :meth:`ReinPatchConfig.policy_schedule`).
+        kl_coef
+            The KL anchor's weight in this step; defaults to ``config.kl_coef``.
 
         Returns
         -------
@@ -350,7 +357,7 @@ class ReinPatchNetwork(nn.Module):
         batch, length, channels = x.shape
         patcher_input, backbone_input, stats = self._normalise(x)
         rows = _rows(covariates, channels)
-        if not self.trains_patcher:
+        if not (self.trains_patcher and train_patcher):
             if isinstance(self.patcher, LearnedPatcher):
                 # A frozen policy trains the backbone on the boundaries it will predict with.
                 patching = self._decode(patcher_input)
@@ -396,7 +403,8 @@ class ReinPatchNetwork(nn.Module):
         rewards = -per_element.detach().mean(dim=1).reshape(batch, group + 1, channels)
         rewards = rewards.transpose(1, 2).reshape(batch * channels, group + 1)  # (R, 1+G)
         advantages = self_critical_advantages(rewards[:, 1:], rewards[:, 0])  # (R, G)
-        policy = policy_loss(advantages, samples.log_prob, decoded.kl, self.config.kl_coef)
+        anchor = self.config.kl_coef if kl_coef is None else kl_coef
+        policy = policy_loss(advantages, samples.log_prob, decoded.kl, anchor)
         return self._losses(loss, policy.loss, prediction, rewards[:, 0].mean(),
                             (rewards[:, 1:] - rewards[:, :1]).mean(), decoded,
                             decoded.entropy.detach().mean())

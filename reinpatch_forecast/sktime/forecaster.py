@@ -239,6 +239,8 @@ class ReinPatchForecaster(BaseForecaster):
         readout_skip: bool | None = ModelOptions.readout_skip,
         group_size: int = TrainingOptions.group_size,
         kl_coef: float = TrainingOptions.kl_coef,
+        kl_schedule: str = TrainingOptions.kl_schedule,
+        patcher_warmup: int = TrainingOptions.patcher_warmup,
         sample_loss_weight: float = TrainingOptions.sample_loss_weight,
         patcher_lr: float | None = TrainingOptions.patcher_lr,
         batch_size: int = 32,
@@ -267,6 +269,8 @@ class ReinPatchForecaster(BaseForecaster):
         self.readout_skip = readout_skip
         self.group_size = group_size
         self.kl_coef = kl_coef
+        self.kl_schedule = kl_schedule
+        self.patcher_warmup = patcher_warmup
         self.sample_loss_weight = sample_loss_weight
         self.patcher_lr = patcher_lr
         self.batch_size = batch_size
