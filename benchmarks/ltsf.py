@@ -534,7 +534,8 @@ def rows_for_report(runs: dict[str, dict], settings: dict[str, Any] | None = Non
     return rows
 
 
-CSV_FIELDS = ["protocol", "dataset", "horizon", "model", "test_mse", "test_mse_std", "n_seeds", "seeds",
+CSV_FIELDS = ["protocol", "dataset", "horizon", "model", "test_mse", "test_mse_std", "n_seeds",
+              "seeds",
               "test_mae", "val_mse", "epochs", "train_seconds", "grid_distance",
               "one_step_share", "first_length", "last_length", "commit", "date"]
 

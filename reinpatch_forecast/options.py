@@ -85,6 +85,13 @@ class ModelOptions:
         "``docs/choosing_parameters.md``.", "str or None",
         "boundary policy of the learned patcher: density, offset or topk (default: density, "
         "or a pretrained patcher's own policy)", choices=("density", "offset", "topk"))
+    budget: str = _option(
+        "exact", "How the compression rate bounds the tokens: ``\"exact\"`` (``N = "
+        "ceil(L / R)`` patches for every series) or ``\"at_most\"`` (the paper's minimum "
+        "compression rate: the learned patcher also chooses, per series, to use 1/4, 1/2, 3/4 "
+        "or all of the ``N`` token slots; learned patcher, density policy, one level and a "
+        "time-aligned readout only).", "str", "how the compression rate bounds the tokens: "
+        "exact, or at_most (the learned patcher may use fewer)", choices=("exact", "at_most"))
     d_model: int = _option(64, "Width of the Transformer.", "int", metavar="D")
     n_heads: int = _option(4, "Attention heads.", "int")
     n_layers: int = _option(2, "Transformer layers.", "int")
@@ -198,7 +205,8 @@ def network_config(model: ModelOptions, training: TrainingOptions, input_length:
     return ReinPatchConfig(
         input_length=input_length, output_length=output_length,
         compression_rate=model.compression_rate, levels=model.levels, patcher=patcher_name,
-        policy=policy, group_size=training.group_size, kl_coef=training.kl_coef,
+        policy=policy, budget=model.budget, group_size=training.group_size,
+        kl_coef=training.kl_coef,
         kl_schedule=training.kl_schedule, patcher_warmup=training.patcher_warmup,
         sample_loss_weight=training.sample_loss_weight,
         d_model=model.d_model, n_heads=model.n_heads, n_layers=model.n_layers,

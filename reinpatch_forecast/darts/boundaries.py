@@ -21,7 +21,9 @@ class PatchBoundaries:
     values
         ``(L, C)`` the window's values.
     starts
-        ``(C, N)`` int64: start positions (0-based, into the window) of the patches, per component.
+        ``(C, N)`` int64: start positions (0-based, into the window) of the patches, per
+        component. With ``budget="at_most"`` the unused token slots come last and hold ``L``
+        (no patch).
     components
         The ``C`` component names.
     coarse_starts
@@ -37,8 +39,15 @@ class PatchBoundaries:
 
     @property
     def n_patches(self) -> int:
+        """``N``: token slots per component (all used, but with an at-most budget)."""
         return self.starts.shape[-1]
+
+    @property
+    def patches_used(self) -> np.ndarray:
+        """``(C,)``: patches each component uses (``N`` with an exact budget)."""
+        return (self.starts < len(self.time_index)).sum(axis=-1)
 
     def start_times(self, component: int = 0) -> pd.Index:
         """Time stamps at which the patches of one component start."""
-        return self.time_index[self.starts[component]]
+        row = self.starts[component]
+        return self.time_index[row[row < len(self.time_index)]]

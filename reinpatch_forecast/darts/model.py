@@ -320,6 +320,7 @@ class ReinPatchModel(MixedCovariatesTorchModel):
         patcher: str | os.PathLike | LearnedPatcher | dict = ModelOptions.patcher,
         patcher_init: str | os.PathLike | LearnedPatcher | dict | None = ModelOptions.patcher_init,
         policy: str | None = ModelOptions.policy,
+        budget: str = ModelOptions.budget,
         d_model: int = ModelOptions.d_model,
         n_heads: int = ModelOptions.n_heads,
         n_layers: int = ModelOptions.n_layers,

@@ -95,6 +95,10 @@ class BackboneConfig:
         path from the raw values to the head that bypasses the patches. ``None`` (default):
         on for the readouts that map tokens onto steps when ``use_local_mean`` gives local
         features, off otherwise; ``True`` needs both.
+    variable_tokens
+        Patchings may leave token slots unused (an at-most budget): a slot whose start is
+        ``L`` holds an empty patch, which attention masks and no step reads. Needs a
+        time-aligned readout and one level.
     """
 
     input_length: int
@@ -117,6 +121,7 @@ class BackboneConfig:
     n_static_covariates: int = 0
     readout: str = DEFAULT_READOUT
     readout_skip: bool | None = None
+    variable_tokens: bool = False
 
     def __post_init__(self) -> None:
         if self.readout not in READOUTS:
@@ -141,6 +146,13 @@ class BackboneConfig:
             raise ValueError(
                 "readout_skip=True reads the local encoder's features, which use_local_mean=False "
                 "switches off: set readout_skip=False or use_local_mean=True."
+            )
+        if self.variable_tokens and (self.readout not in STEP_READOUTS
+                                     or self.n_coarse_patches is not None):
+            raise ValueError(
+                f"Unused token slots (an at-most budget) need a time-aligned readout "
+                f"({', '.join(STEP_READOUTS)}) and one level, got readout={self.readout!r} "
+                f"with {'two levels' if self.n_coarse_patches is not None else 'one level'}."
             )
         if not (self.use_local_mean or self.use_resampled or self.use_position):
             raise ValueError(
@@ -343,10 +355,12 @@ class EncoderLayer(nn.Module):
         self.ff_in = nn.Linear(d_model, d_ff)
         self.ff_out = nn.Linear(d_ff, d_model)
 
-    def forward(self, h: Tensor, group: int) -> Tensor:
-        """``(R*G, N, d) -> (R*G, N, d)``."""
+    def forward(self, h: Tensor, group: int, unused: Tensor | None = None) -> Tensor:
+        """``(R*G, N, d) -> (R*G, N, d)``; ``unused`` ``(R*G, N)`` bool masks empty token
+        slots as keys (their own outputs are never read)."""
         normed = self.attention_norm(h)
-        attended = self.attention(normed, normed, normed, need_weights=False)[0]
+        attended = self.attention(normed, normed, normed, key_padding_mask=unused,
+                                  need_weights=False)[0]
         h = h + group_dropout(attended, self.dropout, group, self.training)
         inner = group_dropout(F.gelu(self.ff_in(self.ff_norm(h))), self.dropout, group,
                               self.training)  # (R*G, N, d_ff)
@@ -552,12 +566,15 @@ class Backbone(nn.Module):
         if local is None and self.config.use_local_mean:
             local = self.tokeniser.local_features(x)  # (R, L, d), shared by the tokens and the skip
         h = self.tokeniser(x, starts, local)  # (R*G, N, d)
+        unused = None
+        if self.config.variable_tokens:
+            unused = (starts >= x.shape[-1]).flatten(0, 1)  # (R*G, N): empty slots
         if self.covariates is not None:
             offsets = self.covariates.token_offsets(rows, starts)  # (R, G|1, N|1, d)
             if offsets is not None:
                 h = (h.reshape(*starts.shape, -1) + offsets).flatten(0, 1)  # (R*G, N, d)
         for layer in self.layers:
-            h = layer(h, group)  # (R*G, N, d)
+            h = layer(h, group, unused)  # (R*G, N, d)
         coarse = None
         if two_levels:
             # Pool the encoded (not the raw) fine tokens: each coarse token starts from what

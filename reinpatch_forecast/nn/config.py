@@ -13,10 +13,13 @@ from dataclasses import asdict, dataclass, field
 from .backbone import BackboneConfig
 from .patching import PATCHER_NAMES
 from .policies import DEFAULT_POLICY, POLICY_NAMES
-from .readout import DEFAULT_READOUT
+from .readout import DEFAULT_READOUT, STEP_READOUTS
 from .segments import check_budget, coarse_token_budget, token_budget
 
-__all__ = ["ReinPatchConfig", "PARAM_KINDS", "KL_SCHEDULES"]
+__all__ = ["ReinPatchConfig", "PARAM_KINDS", "KL_SCHEDULES", "BUDGETS"]
+
+#: How the compression rate bounds the tokens (see :attr:`ReinPatchConfig.budget`).
+BUDGETS = ("exact", "at_most")
 
 #: How the KL anchor's weight moves over training (see :attr:`ReinPatchConfig.kl_schedule`).
 KL_SCHEDULES = ("constant", "linear")
@@ -57,6 +60,12 @@ class ReinPatchConfig:
     policy
         The learned patcher's boundary policy: ``"density"`` (default), ``"offset"`` or ``"topk"``
         (see :mod:`~reinpatch_forecast.nn.policies`).
+    budget
+        ``"exact"``: every patching has exactly ``N`` patches. ``"at_most"`` (the paper's
+        minimum compression rate): the learned patcher also picks, per series, how many of
+        the ``N`` slots it uses (a share of :data:`~reinpatch_forecast.nn.policies.BUDGET_SHARES`);
+        the unused slots are masked. It needs the learned patcher with the density policy, one
+        level and a time-aligned readout.
     group_size
         ``G``: patchings sampled per series in a GRPG step and scored against the decoded one
         (>= 1 for the learned patcher).
@@ -117,6 +126,7 @@ class ReinPatchConfig:
     compression_rate: float | tuple[float, float] = 8
     patcher: str = "learned"
     policy: str = DEFAULT_POLICY
+    budget: str = "exact"
     group_size: int = 4
     kl_coef: float = 0.1
     kl_schedule: str = "constant"
@@ -191,6 +201,7 @@ class ReinPatchConfig:
         if (isinstance(self.kl_coef, bool) or not isinstance(self.kl_coef, numbers.Real)
                 or not math.isfinite(self.kl_coef) or self.kl_coef < 0):
             raise ValueError(f"kl_coef must be a finite number >= 0, got {self.kl_coef!r}.")
+        self._check_budget()
         if self.kl_schedule not in KL_SCHEDULES:
             raise ValueError(
                 f"Unknown kl_schedule {self.kl_schedule!r}: use 'constant' (kl_coef all through "
@@ -232,6 +243,7 @@ class ReinPatchConfig:
             ff_multiplier=self.ff_multiplier,
             dropout=self.dropout,
             resample_points=self.resample_points,
+            variable_tokens=self.budget == "at_most",
             use_local_mean=self.use_local_mean,
             use_resampled=self.use_resampled,
             use_position=self.use_position,
@@ -243,6 +255,36 @@ class ReinPatchConfig:
             n_future_covariates=self.n_future_covariates,
             n_static_covariates=self.n_static_covariates,
         )
+
+    def _check_budget(self) -> None:
+        if self.budget not in BUDGETS:
+            raise ValueError(
+                f"Unknown budget {self.budget!r}: use 'exact' (N patches for every series) or "
+                "'at_most' (the learned patcher may use fewer)."
+            )
+        given = (self.patcher_options or {}).get("at_most")
+        if given is not None and given != (self.budget == "at_most"):
+            raise ValueError(
+                f"The given patcher was trained with {'an at-most' if given else 'an exact'} "
+                f"token budget, but budget={self.budget!r}: pass "
+                f"budget={'at_most' if given else 'exact'!r}."
+            )
+        if self.budget == "at_most":
+            problems = []
+            if self.patcher != "learned":
+                problems.append(f"patcher={self.patcher!r} (a fixed rule always uses N patches)")
+            if self.policy != "density":
+                problems.append(f"policy={self.policy!r}")
+            if self.levels != 1:
+                problems.append(f"levels={self.levels}")
+            if self.readout not in STEP_READOUTS:
+                problems.append(f"readout={self.readout!r}")
+            if problems:
+                raise ValueError(
+                    "budget='at_most' needs the learned patcher with the density policy, one "
+                    f"level and a time-aligned readout ({', '.join(STEP_READOUTS)}); got "
+                    f"{', '.join(problems)}."
+                )
 
     def _check_levels(self) -> None:
         """Check ``levels`` and the form of ``compression_rate``; store a pair as a tuple."""

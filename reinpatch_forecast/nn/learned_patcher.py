@@ -23,12 +23,12 @@ from torch import Tensor, nn
 from .chunking import map_row_chunks, rows_per_chunk
 from .convolution import replicate_conv1d
 from .patching import Patcher, Patching, check_levels
-from .policies import DEFAULT_POLICY, make_policy
+from .policies import BUDGET_SHARES, DEFAULT_POLICY, make_policy
 
 __all__ = ["LearnedPatcher", "POLICY_OPTIONS"]
 
 #: Settings of a :class:`LearnedPatcher`'s policy, besides its name and sizes.
-POLICY_OPTIONS = ("offset_penalty", "density_sigma", "density_knots", "min_length")
+POLICY_OPTIONS = ("offset_penalty", "density_sigma", "density_knots", "min_length", "at_most")
 
 
 class _DilatedBlock(nn.Module):
@@ -76,6 +76,11 @@ class LearnedPatcher(Patcher):
         ``kappa`` of the offset policy (and of every policy's coarse offsets but top-k's).
     density_sigma, density_knots, min_length
         Exploration scale, cells per grid patch and shortest patch of the density policy.
+    at_most
+        An at-most token budget (density policy, one level): a head on the time-pooled
+        features scores each share of :data:`~reinpatch_forecast.nn.policies.BUDGET_SHARES`,
+        each draw picks how many of the ``N`` slots it uses, and the unused slots start at
+        ``L``. The head starts at zero, so a new patcher decodes the full, uniform budget.
 
     Notes
     -----
@@ -88,7 +93,7 @@ class LearnedPatcher(Patcher):
     def __init__(self, policy: str = DEFAULT_POLICY, hidden_size: int = 32, n_layers: int = 4,
                  kernel_size: int = 3, levels: int = 1, offset_penalty: float = 1.0,
                  density_sigma: float = 0.5, density_knots: int = 4,
-                 min_length: int = 2) -> None:
+                 min_length: int = 2, at_most: bool = False) -> None:
         super().__init__()
         levels = check_levels(levels)
         if kernel_size < 1 or kernel_size % 2 == 0:
@@ -115,10 +120,22 @@ class LearnedPatcher(Patcher):
         self.levels = levels
         if levels == 2:
             self.coarse_output = nn.Conv1d(hidden_size, 1, 1)
+        if not isinstance(at_most, bool):
+            raise ValueError(f"at_most must be True or False, got {at_most!r}.")
+        if at_most and (policy != "density" or levels != 1):
+            raise ValueError(
+                f"An at-most token budget needs the density policy at one level, got "
+                f"policy={policy!r}, levels={levels}. Use policy='density' and levels=1, or the "
+                "exact budget."
+            )
+        self.at_most = at_most
+        if at_most:
+            self.count_output = nn.Linear(hidden_size, len(BUDGET_SHARES))
         if self.policy.zero_init:
             # A zero score is the reference policy: the patcher starts at the uniform grid and
             # moves a boundary only once the reward has paid for it.
-            for head in (self.output, getattr(self, "coarse_output", None)):
+            for head in (self.output, getattr(self, "coarse_output", None),
+                         getattr(self, "count_output", None)):
                 if head is not None:
                     nn.init.zeros_(head.weight)
                     nn.init.zeros_(head.bias)
@@ -131,6 +148,7 @@ class LearnedPatcher(Patcher):
             "n_layers": self.n_layers, "kernel_size": self.kernel_size, "levels": self.levels,
             "offset_penalty": self.offset_penalty, "density_sigma": self.density_sigma,
             "density_knots": self.density_knots, "min_length": self.min_length,
+            "at_most": self.at_most,
         }
 
     def _features(self, x: Tensor) -> Tensor:
@@ -179,15 +197,31 @@ class LearnedPatcher(Patcher):
             return self.logits(x), None
         return map_row_chunks(self._both_logits, (x,), self.chunk_rows(x.shape[-1]))
 
-    def _draw(self, scores: tuple[Tensor, Tensor | None], n_patches: int,
+    def _fine_and_budget_logits(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """Level-1 scores ``(r, L)`` and budget-share scores ``(r, S)`` in one pass."""
+        h = self._features(x)  # (R, hidden, L)
+        return self.output(h).squeeze(1), self.count_output(h.mean(dim=-1))  # (R, L), (R, S)
+
+    def _scores(self, x: Tensor) -> tuple[Tensor, Tensor | None, Tensor | None]:
+        """Level-1, level-2 and budget-share scores (``None`` where the patcher has none)."""
+        if not self.at_most:
+            return (*self.level_logits(x), None)
+        fine, shares = map_row_chunks(self._fine_and_budget_logits, (x,),
+                                      self.chunk_rows(x.shape[-1]))
+        return fine, None, shares
+
+    def _draw(self, scores: tuple[Tensor, Tensor | None, Tensor | None], n_patches: int,
               n_coarse_patches: int | None, group: int, sample: bool,
               generator: torch.Generator | None = None) -> Patching:
-        """``group`` draws (``sample``) or the mode from the level scores ``(R, L)`` each.
+        """``group`` draws (``sample``) or the mode from the level scores ``(R, L)`` each (and
+        the budget-share scores ``(R, S)`` of an at-most budget).
 
         The coarse starts are drawn among each draw's fine starts, with the same generator.
         """
-        fine_scores, coarse_scores = scores
-        fine = self.policy.draw(fine_scores, n_patches, group, sample, generator)  # (R, G, N)
+        fine_scores, coarse_scores, share_scores = scores
+        extra = {} if share_scores is None else {"count_scores": share_scores}
+        fine = self.policy.draw(fine_scores, n_patches, group, sample, generator,
+                                **extra)  # (R, G, N)
         if coarse_scores is None:
             return Patching(starts=fine.starts, log_prob=fine.log_prob, entropy=fine.entropy,
                             kl=fine.kl)
@@ -200,12 +234,12 @@ class LearnedPatcher(Patcher):
     def sample(self, x: Tensor, n_patches: int, group_size: int,
                n_coarse_patches: int | None = None) -> Patching:
         self._check_budgets(n_patches, n_coarse_patches)
-        return self._draw(self.level_logits(x), n_patches, n_coarse_patches, group_size, True)
+        return self._draw(self._scores(x), n_patches, n_coarse_patches, group_size, True)
 
     def decode(self, x: Tensor, n_patches: int,
                n_coarse_patches: int | None = None) -> Patching:
         self._check_budgets(n_patches, n_coarse_patches)
-        return self._draw(self.level_logits(x), n_patches, n_coarse_patches, 1, False)
+        return self._draw(self._scores(x), n_patches, n_coarse_patches, 1, False)
 
     def explore(self, x: Tensor, n_patches: int, group_size: int,
                 n_coarse_patches: int | None = None,
@@ -221,7 +255,7 @@ class LearnedPatcher(Patcher):
             gradients) and the samples (``G = group_size``; ``log_prob`` with gradients).
         """
         self._check_budgets(n_patches, n_coarse_patches)
-        scores = self.level_logits(x)
+        scores = self._scores(x)
         decoded = self._draw(scores, n_patches, n_coarse_patches, 1, False)
         return decoded, self._draw(scores, n_patches, n_coarse_patches, group_size, True,
                                    generator)

@@ -135,7 +135,8 @@ class ReinPatchNetwork(nn.Module):
             return {}
         return dict(hidden_size=config.patcher_hidden_size, n_layers=config.patcher_layers,
                     kernel_size=config.patcher_kernel_size, policy=config.policy,
-                    **(config.patcher_options or {}))
+                    **{**(config.patcher_options or {}),
+                       "at_most": config.budget == "at_most"})
 
     def sampling_generator(self, device: torch.device) -> torch.Generator:
         """The private generator of the patcher's samples on ``device`` (seeded at
@@ -417,6 +418,9 @@ class ReinPatchNetwork(nn.Module):
         starts = decoded.starts[:, 0]  # (R, N)
         lengths = patch_lengths(starts, length).float()  # (R, N)
         grid = uniform_starts(length, starts.shape[-1], device=starts.device)  # (N,)
+        used = starts < length  # (R, N): all True but under an at-most budget
+        count = used.sum(dim=-1, keepdim=True).float()  # (R, 1)
+        mean_length = lengths.sum(dim=-1, keepdim=True) / count  # (R, 1): L / n
         return TrainingLosses(
             loss=backbone_loss + policy,
             backbone_loss=backbone_loss,
@@ -426,9 +430,10 @@ class ReinPatchNetwork(nn.Module):
             advantage=advantage,
             kl=decoded.kl.detach().mean(),
             entropy=entropy,
-            mean_patch_length=lengths.mean(),
-            patch_length_std=lengths.std(dim=-1, unbiased=False).mean(),
-            grid_shift=(starts - grid).abs().float().mean(),
+            mean_patch_length=mean_length.mean(),
+            patch_length_std=(((lengths - mean_length) ** 2 * used).sum(dim=-1, keepdim=True)
+                              / count).sqrt().mean(),
+            grid_shift=((starts - grid).abs().float() * used).sum() / used.sum(),
         )
 
 

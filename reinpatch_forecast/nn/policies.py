@@ -21,6 +21,12 @@ construction); the top-k policy draws them by Gumbel-top-k among the fine starts
 With a zero score (the zero-initialised head of a new patcher) the mode of the offset and
 density policies is exactly :func:`~reinpatch_forecast.nn.grid.uniform_starts`.
 
+The density policy also takes an *at-most* token budget (the paper's minimum compression
+rate): a categorical action picks a share of the ``N`` slots (:data:`BUDGET_SHARES`), the
+boundaries sit at the quantiles ``j / n`` of the ``n`` slots used, and the unused slots hold
+the start ``L`` (empty patches at the end, masked by the backbone), so every shape stays
+static.
+
 Shape legend
 ------------
 R : rows (series)
@@ -30,6 +36,7 @@ N : patches, ``k = N - 1`` interior boundaries (``N1``/``N2`` and ``k1``/``k2`` 
 D : offsets per boundary
 K : density cells, ``N * knots``
 M : top-k candidate positions, ``L - 1``
+S : budget shares, ``len(BUDGET_SHARES)``
 """
 
 from __future__ import annotations
@@ -43,8 +50,8 @@ from torch import Tensor
 
 from .grid import offset_candidates, uniform_starts
 
-__all__ = ["POLICY_NAMES", "DEFAULT_POLICY", "PolicyDraw", "BoundaryPolicy", "OffsetPolicy",
-           "DensityPolicy",
+__all__ = ["POLICY_NAMES", "DEFAULT_POLICY", "BUDGET_SHARES", "budget_counts", "PolicyDraw",
+           "BoundaryPolicy", "OffsetPolicy", "DensityPolicy",
            "TopKPolicy", "make_policy", "plackett_luce_log_prob", "gumbel"]
 
 POLICY_NAMES = ("offset", "density", "topk")
@@ -54,6 +61,16 @@ POLICY_NAMES = ("offset", "density", "topk")
 #: the grid, which pays where local events carry the signal (the synthetic spike task, series
 #: close to a random walk). Measurements: ``benchmarks/results/``.
 DEFAULT_POLICY = "density"
+
+#: Shares of the ``N`` token slots an at-most budget may use, the full budget first: a new
+#: patcher's zero budget score ties every share, and its mode (the first) is the exact budget.
+BUDGET_SHARES = (1.0, 0.75, 0.5, 0.25)
+
+
+def budget_counts(n_patches: int, device: torch.device | None = None) -> Tensor:
+    """Patches used under each of :data:`BUDGET_SHARES`: ``max(1, ceil(share * N))``, ``(S,)``."""
+    return torch.tensor([max(1, math.ceil(share * n_patches)) for share in BUDGET_SHARES],
+                        dtype=torch.int64, device=device)
 
 
 @dataclass
@@ -316,12 +333,23 @@ class DensityPolicy(BoundaryPolicy):
         return cell_start, cell_length, average
 
     def _starts(self, action: Tensor, cell_start: Tensor, cell_length: Tensor, length: int,
-                n_patches: int, shortest: int) -> Tensor:
-        """Starts ``(R, G, N)`` at the quantiles ``j / N`` of the cell masses ``softmax(u)``."""
+                n_patches: int, shortest: int, used: Tensor | None = None) -> Tensor:
+        """Starts ``(R, G, N)`` at the quantiles ``j / n`` of the cell masses ``softmax(u)``.
+
+        ``used`` ``(R, G)``: patches ``n`` of each draw under an at-most budget (the slots
+        ``j >= n`` start at ``L``); ``None``: ``n = N``.
+        """
         mass = torch.softmax(action.double(), dim=-1)  # (R, G, K)
         cumulative = torch.cumsum(mass, dim=-1)  # (R, G, K)
-        levels = torch.arange(1, n_patches, device=action.device, dtype=torch.float64) / n_patches
-        levels = levels.expand(*cumulative.shape[:-1], -1).contiguous()  # (R, G, k)
+        boundary = torch.arange(1, n_patches, device=action.device)  # (k,): j = 1 .. N-1
+        if used is None:
+            levels = boundary.double() / n_patches
+            levels = levels.expand(*cumulative.shape[:-1], -1).contiguous()  # (R, G, k)
+            room = length - n_patches * shortest
+        else:
+            count = used.unsqueeze(-1)  # (R, G, 1)
+            levels = (boundary.double() / count.double()).clamp(max=1.0)  # (R, G, k)
+            room = length - count * shortest  # (R, G, 1)
         cell = torch.searchsorted(cumulative.contiguous(), levels).clamp(
             max=cumulative.shape[-1] - 1)  # (R, G, k)
         before = (cumulative - mass).gather(-1, cell)  # (R, G, k): mass before the cell
@@ -330,13 +358,41 @@ class DensityPolicy(BoundaryPolicy):
         starts = torch.round(position).long()  # (R, G, k)
         # At least `shortest` steps per patch: a running maximum of s_j - j * shortest keeps
         # the starts apart, the clamp keeps room for the patches after them.
-        boundary = torch.arange(1, n_patches, device=action.device)  # (k,): j = 1 .. N-1
         shifted = torch.cummax(starts - boundary * shortest, dim=-1).values
-        shifted = shifted.clamp(0, length - n_patches * shortest)
-        return F.pad(shifted + boundary * shortest, (1, 0), value=0)  # (R, G, N)
+        shifted = torch.clamp(shifted, min=0)
+        shifted = torch.minimum(shifted, torch.as_tensor(room, device=action.device))
+        inner = shifted + boundary * shortest  # (R, G, k)
+        if used is not None:
+            inner = torch.where(boundary < used.unsqueeze(-1), inner, length)  # unused: at L
+        return F.pad(inner, (1, 0), value=0)  # (R, G, N)
+
+    @staticmethod
+    def _budget(count_scores: Tensor, n_patches: int, group: int, sample: bool,
+                generator: torch.Generator | None,
+                ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """Patches used per draw ``(R, G)``, the share's log-probability ``(R, G)``, and the
+        entropy and KL to the uniform share ``(R,)``, from ``count_scores`` ``(R, S)``."""
+        rows = count_scores.shape[0]
+        log_p = torch.log_softmax(count_scores, dim=-1)  # (R, S)
+        draws = group if sample else 1
+        per_draw = log_p.unsqueeze(1).expand(rows, draws, -1)  # (R, G, S)
+        if sample:
+            noisy = per_draw.detach() + gumbel(tuple(per_draw.shape), log_p, generator)
+            choice = noisy.argmax(dim=-1)  # (R, G): Gumbel-max
+        else:
+            choice = per_draw.detach().argmax(dim=-1)  # (R, 1): the mode (ties: full budget)
+        log_prob = per_draw.gather(-1, choice.unsqueeze(-1)).squeeze(-1)  # (R, G)
+        p = log_p.exp()
+        entropy = -(p * log_p).sum(-1)  # (R,)
+        kl = (p * (log_p + math.log(log_p.shape[-1]))).sum(-1)  # (R,): KL to uniform shares
+        used = budget_counts(n_patches, count_scores.device)[choice]  # (R, G)
+        return used, log_prob, entropy, kl
 
     def draw(self, scores: Tensor, n_patches: int, group: int, sample: bool,
-             generator: torch.Generator | None = None) -> PolicyDraw:
+             generator: torch.Generator | None = None,
+             count_scores: Tensor | None = None) -> PolicyDraw:
+        """Level-1 draws; ``count_scores`` ``(R, S)`` (one per share of
+        :data:`BUDGET_SHARES`) makes the budget at-most: each draw also picks its share."""
         rows, length = scores.shape
         if n_patches == 1:  # one patch: nothing to choose (no action, probability 1)
             zeros = scores.new_zeros(rows, group if sample else 1)
@@ -364,8 +420,15 @@ class DensityPolicy(BoundaryPolicy):
         kl = (mean**2).sum(-1) / (2 * self.sigma**2)  # (R,): KL(N(mu, s^2) || N(0, s^2))
         grid = uniform_starts(length, n_patches)
         shortest = min(self.min_length, int(torch.diff(F.pad(grid, (0, 1), value=length)).min()))
+        used = None
+        if count_scores is not None:
+            # Drawn after the action's noise, so the action of a seed is that of the exact budget.
+            used, count_log_prob, count_entropy, count_kl = self._budget(
+                count_scores, n_patches, group, sample, generator)
+            log_prob = log_prob + count_log_prob
+            entropy, kl = entropy + count_entropy, kl + count_kl
         starts = self._starts(action.detach(), cell_start, cell_length, length, n_patches,
-                              shortest)
+                              shortest, used)
         return PolicyDraw(starts=starts, log_prob=log_prob, entropy=entropy, kl=kl)
 
     def draw_coarse(self, coarse_scores: Tensor, starts: Tensor, n_coarse: int,

@@ -61,12 +61,13 @@ def step_patch_index(starts: Tensor, length: int) -> Tensor:
     """Index of the patch that covers every step, ``(M, L)`` int64 from ``starts`` ``(M, N)``.
 
     A cumulative count of the starts at or before each step: scatter and cumsum, which keep
-    static shapes and export to ONNX (no ``searchsorted``). ``starts`` are sorted, distinct and
-    begin at 0.
+    static shapes and export to ONNX (no ``searchsorted``). ``starts`` are sorted and begin
+    at 0; they are distinct but for unused slots (an at-most budget), which all start at
+    ``L`` and cover no step.
     """
-    marks = torch.zeros(starts.shape[0], length, dtype=torch.int64, device=starts.device)
+    marks = torch.zeros(starts.shape[0], length + 1, dtype=torch.int64, device=starts.device)
     marks.scatter_(1, starts, 1)
-    return marks.cumsum(dim=1) - 1  # (M, L)
+    return marks[:, :length].cumsum(dim=1) - 1  # (M, L)
 
 
 class StepReadout(nn.Module):
@@ -136,7 +137,8 @@ class StepReadout(nn.Module):
         own_centre = centres.gather(1, patch)  # (M, L)
         after = position >= own_centre
         left = torch.where(after, patch, (patch - 1).clamp(min=0))  # (M, L)
-        right = torch.where(after, (patch + 1).clamp(max=n_patches - 1), patch)  # (M, L)
+        last = (starts < length).sum(dim=1, keepdim=True) - 1  # (M, 1): the last used patch
+        right = torch.where(after, torch.minimum(patch + 1, last), patch)  # (M, L)
         left_centre, right_centre = centres.gather(1, left), centres.gather(1, right)
         gap = right_centre - left_centre
         weight = torch.where(gap > 0, (position - left_centre) / gap.clamp(min=1e-6),

@@ -117,7 +117,8 @@ def segment_mean(features: Tensor, starts: Tensor) -> Tensor:
     picked = prefix.gather(1, index.unsqueeze(-1).expand(-1, -1, dim))  # (R, G*2*N, d)
     picked = picked.reshape(rows, group, 2, n_patches, dim)  # (R, G, 2, N, d)
     sums = picked[:, :, 1] - picked[:, :, 0]  # (R, G, N, d)
-    lengths = (ends - starts).unsqueeze(-1).to(features.dtype)  # (R, G, N, 1)
+    # An empty patch (an unused slot of an at-most budget) has a zero sum: its mean reads 0.
+    lengths = (ends - starts).clamp(min=1).unsqueeze(-1).to(features.dtype)  # (R, G, N, 1)
     return sums / lengths  # (R, G, N, d)
 
 
@@ -175,8 +176,10 @@ def resample_patches(values: Tensor, starts: Tensor, n_points: int) -> Tensor:
     w_first = torch.minimum(hi, (first + 1) * n_points) - lo  # (R, G, N, P) in [1, P]
     w_last = torch.where(last > first, hi - last * n_points, 0)  # (R, G, N, P) in [0, P]
     offset = starts.unsqueeze(-1)  # (R, G, N, 1)
-    first = first + offset  # absolute step indices, in [s, e)
-    last = last + offset
+    # Absolute step indices, in [s, e); an empty patch at L (an unused slot) has zero weights,
+    # and the clamp keeps its indices inside the window.
+    first = (first + offset).clamp(max=length - 1)
+    last = (last + offset).clamp(max=length - 1)
     # The whole steps are [inner_lo, inner_hi), empty when the sub-interval spans < 3 steps.
     inner_lo = first + 1  # (R, G, N, P)
     inner_hi = torch.maximum(last, inner_lo)  # (R, G, N, P)
@@ -190,7 +193,7 @@ def resample_patches(values: Tensor, starts: Tensor, n_points: int) -> Tensor:
     prefix = work.to(wide).cumsum(dim=1)  # (R, L)
     prefix = torch.cat([prefix.new_zeros(rows, 1), prefix], dim=1)  # (R, L+1)
     inner = (pick(prefix, inner_hi) - pick(prefix, inner_lo)).to(work.dtype)  # (R, G, N, P)
-    width = steps.to(work.dtype)  # (R, G, N, 1): n, the mean divides by n / P
+    width = steps.clamp(min=1).to(work.dtype)  # (R, G, N, 1): n, the mean divides by n / P
     # Weights divided by n before the products: a sub-interval inside one step has weight
     # n / n = 1.0 and nothing else, so it returns that step's value exactly.
     out = (

@@ -108,11 +108,14 @@ def _select(names: list[str], components: Sequence[str | int] | None) -> list[in
 
 
 def _check_starts(
-    starts: Any, n_components: int, length: int, names: list[str], what: str = "starts"
+    starts: Any, n_components: int, length: int, names: list[str], what: str = "starts",
+    unused_slots: bool = False,
 ) -> np.ndarray:
     """Validate patch starts and return them as an int64 array ``(C, N)``.
 
-    A 1-D ``(N,)`` array applies to every component.
+    A 1-D ``(N,)`` array applies to every component. With ``unused_slots`` (the starts of a
+    ``PatchBoundaries``), trailing entries equal to ``length`` are the unused token slots of a
+    model with an at-most budget: no patch.
     """
     array = np.asarray(starts)
     if array.size == 0:
@@ -140,6 +143,9 @@ def _check_starts(
                 f"{what} of component {name!r} must begin at 0 (position 0 always starts the "
                 f"first patch); got {row.tolist()}."
             )
+        used = int((row < length).sum())
+        if unused_slots and 0 < used < len(row) and np.all(row[used:] == length):
+            row = row[:used]  # unused slots (an at-most budget) trail at `length`
         if np.any(np.diff(row) <= 0):
             raise ValueError(
                 f"{what} of component {name!r} must be strictly increasing (sorted, no "

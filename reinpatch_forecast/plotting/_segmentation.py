@@ -129,7 +129,9 @@ def plot_segmentation(
     length = values.shape[0]
     if length < 2:
         raise ValueError(f"The window has {length} step(s); a segmentation needs at least 2.")
-    starts = _check_starts(starts, len(names), length, names)  # (C, N)
+    from_model = _is_boundaries(series_or_boundaries) or _is_boundaries(boundaries)
+    starts = _check_starts(starts, len(names), length, names,
+                           unused_slots=from_model)  # (C, N)
     coarse = None
     if coarse_starts is not None:
         coarse = _check_starts(coarse_starts, len(names), length, names, "coarse_starts")
@@ -145,7 +147,7 @@ def plot_segmentation(
     x = _x_values(index)  # (L,)
     figure, axes = _new_figure(len(chosen), figsize, 1.9)
     for ax, c in zip(axes, chosen):
-        row = starts[c]  # (N,)
+        row = starts[c][starts[c] < length]  # (n,): the used slots
         ends = np.append(row[1:], length)  # (N,)
         for j, (s, e) in enumerate(zip(row, ends)):
             ax.axvspan(edges[s], edges[e], color=shades[j % 2], alpha=_SHADE_ALPHA, lw=0)

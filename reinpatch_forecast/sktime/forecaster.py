@@ -229,6 +229,7 @@ class ReinPatchForecaster(BaseForecaster):
         patcher: Any = ModelOptions.patcher,
         patcher_init: Any = ModelOptions.patcher_init,
         policy: str | None = ModelOptions.policy,
+        budget: str = ModelOptions.budget,
         d_model: int = ModelOptions.d_model,
         n_heads: int = ModelOptions.n_heads,
         n_layers: int = ModelOptions.n_layers,
@@ -259,6 +260,7 @@ class ReinPatchForecaster(BaseForecaster):
         self.patcher = patcher
         self.patcher_init = patcher_init
         self.policy = policy
+        self.budget = budget
         self.d_model = d_model
         self.n_heads = n_heads
         self.n_layers = n_layers

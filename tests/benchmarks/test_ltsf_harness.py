@@ -295,4 +295,5 @@ def test_full_protocol_rows_stand_beside_their_reduced_budget_rows(ltsf, tmp_pat
     glance = text[text.index("## At a glance"):text.index("## Full protocol")]
     assert "| learned | **0.4000** |" in glance
     csv = (tmp_path / "ltsf.csv").read_text().splitlines()
-    assert sum(line.startswith("full,") for line in csv) == 7  # learned, 4 uniform sizes, tuned, dlinear
+    # learned, 4 uniform sizes, tuned, dlinear
+    assert sum(line.startswith("full,") for line in csv) == 7

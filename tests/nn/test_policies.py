@@ -141,11 +141,16 @@ def test_offset_samples_never_make_one_step_patches_at_rate_eight():
 # -- density policy ------------------------------------------------------------------------------
 
 
-def brute_force_quantiles(action, length, n_patches, knots, shortest):
-    """Starts from one action ``(K,)`` by a plain loop over cells (float64)."""
-    grid = uniform_starts(length, n_patches).tolist() + [length]
+def brute_force_quantiles(action, length, n_patches, knots, shortest, cells_of=None):
+    """Starts from one action ``(K,)`` by a plain loop over cells (float64).
+
+    The cells split the uniform grid of ``cells_of`` patches (default ``n_patches``; an
+    at-most budget places ``n_patches <= cells_of`` patches on the cells of its full budget).
+    """
+    cells_of = cells_of or n_patches
+    grid = uniform_starts(length, cells_of).tolist() + [length]
     cells = []  # (start, length) of every cell
-    for j in range(n_patches):
+    for j in range(cells_of):
         gap = grid[j + 1] - grid[j]
         cells += [(grid[j] + k * gap / knots, gap / knots) for k in range(knots)]
     weights = np.exp(np.asarray(action, dtype=np.float64) - max(action))
