@@ -194,8 +194,10 @@ def patch_statistics(starts: Any, length: int) -> dict[str, float]:
     """Statistics of decoded patchings ``starts`` ``(..., N)`` of windows of ``length`` steps.
 
     Returns the mean first and last patch length, the share of one-step patches, the mean
-    within-window standard deviation of the patch lengths and the mean distance of a start
-    from the uniform grid's (``reinpatch_forecast.nn.grid.uniform_starts``).
+    within-window standard deviation of the patch lengths, the mean distance of a start
+    from the uniform grid's (``reinpatch_forecast.nn.grid.uniform_starts``) and the mean number
+    of patches used (fewer than ``N`` only under an at-most budget, whose unused slots hold
+    ``length``: they count in none of the other statistics).
     """
     import numpy as np
 
@@ -203,14 +205,20 @@ def patch_statistics(starts: Any, length: int) -> dict[str, float]:
 
     starts = np.asarray(starts, dtype=np.int64)
     starts = starts.reshape(-1, starts.shape[-1])  # (S, N)
+    used = starts < length  # (S, N)
+    count = used.sum(axis=1)  # (S,)
     lengths = np.diff(np.concatenate([starts, np.full((len(starts), 1), length)], axis=1))
+    last = lengths[np.arange(len(starts)), count - 1]  # (S,): the last used patch
+    mean = lengths.sum(axis=1, keepdims=True) / count[:, None]  # (S, 1)
+    spread = np.sqrt((((lengths - mean) ** 2) * used).sum(axis=1) / count)  # (S,)
     grid = uniform_starts(length, starts.shape[-1]).numpy()  # (N,)
     return {
         "first_length": float(lengths[:, 0].mean()),
-        "last_length": float(lengths[:, -1].mean()),
-        "one_step_share": float((lengths == 1).mean()),
-        "length_std": float(lengths.std(axis=1).mean()),
-        "grid_distance": float(np.abs(starts - grid).mean()),
+        "last_length": float(last.mean()),
+        "one_step_share": float((lengths[used] == 1).mean()),
+        "length_std": float(spread.mean()),
+        "grid_distance": float(np.abs(starts - grid)[used].mean()),
+        "tokens_used": float(count.mean()),
     }
 
 

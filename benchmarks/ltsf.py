@@ -202,7 +202,8 @@ def reinpatch_arguments(spec: RunSpec) -> dict[str, Any]:
                    patcher_lr=params.get("patcher_lr"),
                    sample_loss_weight=params.get("sample_weight", 0.0),
                    patcher_warmup=params.get("warmup", 0),
-                   kl_schedule=params.get("kl_schedule", "constant"), **sizes)
+                   kl_schedule=params.get("kl_schedule", "constant"),
+                   budget=params.get("budget", "exact"), **sizes)
     policy_settings = {name: params[key] for key, name in (("sigma", "density_sigma"),
                                                            ("knots", "density_knots"))
                        if key in params}
@@ -913,6 +914,8 @@ def add_learned_arguments(parser: argparse.ArgumentParser) -> None:
                         help="patcher_warmup of the learned rows (default 0 epochs)")
     parser.add_argument("--learned-kl-schedule", choices=("constant", "linear"), default=None,
                         help="kl_schedule of the learned rows (default constant)")
+    parser.add_argument("--learned-budget", choices=("exact", "at_most"), default=None,
+                        help="token budget of the learned rows (default exact)")
     parser.add_argument("--learned-sigma", type=float, default=None,
                         help="the density policy's sigma in the learned rows (default 0.5)")
     parser.add_argument("--learned-knots", type=int, default=None,
@@ -925,7 +928,7 @@ def learned_settings(args) -> dict[str, Any]:
              "patcher_lr": args.learned_patcher_lr,
              "sample_weight": args.learned_sample_weight, "warmup": args.learned_warmup,
              "kl_schedule": args.learned_kl_schedule, "sigma": args.learned_sigma,
-             "knots": args.learned_knots}
+             "knots": args.learned_knots, "budget": args.learned_budget}
     return {k: v for k, v in extra.items() if v is not None}
 
 

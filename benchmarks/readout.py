@@ -60,7 +60,8 @@ def patcher_label(spec: dict[str, Any]) -> str:
 
 
 #: Learned-row settings that differ from the package's defaults (``ltsf.learned_settings``).
-LEARNED_EXTRA = ("kl", "patcher_lr", "sample_weight", "warmup", "kl_schedule", "sigma", "knots")
+LEARNED_EXTRA = ("kl", "patcher_lr", "sample_weight", "warmup", "kl_schedule", "sigma", "knots",
+                 "budget")
 
 
 def run_params(patcher: str, rate: int, variant: str,
@@ -114,9 +115,11 @@ def write_report(records: list[dict], out_dir: Path, settings: dict[str, Any]) -
                 variant_of(spec["params"]), patcher_label(spec))
 
     for record in records:
-        record["grid_distance"] = (record.get("patches") or {}).get("grid_distance")
+        patches = record.get("patches") or {}
+        record["grid_distance"] = patches.get("grid_distance")
+        record["tokens_used"] = patches.get("tokens_used")
     summary = aggregate_seeds(records, key, ("test_mse", "test_mae", "train_seconds",
-                                             "grid_distance"))
+                                             "grid_distance", "tokens_used"))
     rows = []
     for (dataset, horizon, lookback, rate, variant, patcher), row in sorted(summary.items()):
         uniform = summary.get((dataset, horizon, lookback, rate, variant, "uniform"))
@@ -127,7 +130,8 @@ def write_report(records: list[dict], out_dir: Path, settings: dict[str, Any]) -
                          test_mse_std=row["test_mse_std"], n_seeds=row["n"], seeds=row["seeds"],
                          test_mae=row["test_mae"], gap_to_uniform_pct=gap,
                          train_seconds=row["train_seconds"],
-                         grid_distance=row["grid_distance"]))
+                         grid_distance=row["grid_distance"], tokens_used=row["tokens_used"],
+                         uniform_std=uniform["test_mse_std"] if uniform else None))
     write_csv(out_dir / "readout.csv", rows, list(rows[0]) if rows else ["dataset"])
     lines = [stamp("python benchmarks/readout.py"), "",
              "# Readouts: how the head reads the patch tokens", "",
@@ -137,10 +141,12 @@ def write_report(records: list[dict], out_dir: Path, settings: dict[str, Any]) -
              "grid (steps).", ""]
     cells = sorted({(r["dataset"], r["horizon"], r["lookback"], r["R"]) for r in rows})
     lines += _at_a_glance(rows, cells)
+    lines += _policy_ablation(rows, cells)
     for dataset, horizon, lookback, rate in cells:
         here = [r for r in rows if (r["dataset"], r["horizon"], r["lookback"], r["R"])
                 == (dataset, horizon, lookback, rate)]
-        patchers = sorted({r["patcher"] for r in here},
+        # Learned settings other than the defaults are in the policy ablation above.
+        patchers = sorted({r["patcher"] for r in here if " [" not in r["patcher"]},
                           key=lambda p: (PATCHERS.index(p.split(" ")[0]), p))
         lines += [f"## {dataset}, L={lookback}, H={horizon}, R={rate}", "",
                   "| readout | " + " | ".join(patchers) + " |",
@@ -210,6 +216,48 @@ def _at_a_glance(rows: list[dict], cells: list[tuple]) -> list[str]:
                 f"{mse} (n={uniform['n_seeds']}) | "
                 f"{_gap(uniform['test_mse'], flat['test_mse'] if flat else None)} | "
                 f"{gap('volatility')} | {gap('random')} | {gap('learned')} | {distance} |")
+    return lines + [""]
+
+
+def _verdict(row: dict, uniform: dict) -> str:
+    """``win``/``loss`` when the learned and uniform means differ by more than two seed
+    standard deviations (the larger of the two), else ``tie``."""
+    spread = max(row["test_mse_std"] or 0.0, uniform["test_mse_std"] or 0.0)
+    if row["n_seeds"] < 2 or uniform["n_seeds"] < 2:
+        return "one seed"
+    difference = row["test_mse"] - uniform["test_mse"]
+    if abs(difference) <= 2 * spread:
+        return "tie"
+    return "win" if difference < 0 else "loss"
+
+
+def _policy_ablation(rows: list[dict], cells: list[tuple]) -> list[str]:
+    """Every learned setting measured under the default readout (copy+skip), per cell, with
+    its gap and verdict against uniform patches under the same readout."""
+    lines = ["## Policy ablation (default readout, copy+skip)", "",
+             "Every learned-patcher setting measured under the default readout, against uniform "
+             "patches under the same readout. A verdict is `win`/`loss` only when the means "
+             "differ by more than two seed standard deviations. `grid`: the decode's mean "
+             "start distance from the uniform grid (steps); `tokens`: patches used per window "
+             "(below the budget only with `budget=at_most`).", "",
+             "| cell | setting | test MSE | vs uniform | verdict | grid | tokens | train s |",
+             "|---|---|---|---|---|---|---|---|"]
+    for cell in cells:
+        here = {r["patcher"]: r for r in rows
+                if (r["dataset"], r["horizon"], r["lookback"], r["R"]) == cell
+                and r["readout"] == "copy+skip"}
+        uniform = here.get("uniform")
+        if uniform is None:
+            continue
+        for patcher in sorted(p for p in here if p.split(" ")[0] == "learned"):
+            row = here[patcher]
+            mse = format_mean_std(row["test_mse"], row["test_mse_std"], row["n_seeds"])
+            grid = "–" if row["grid_distance"] is None else f"{row['grid_distance']:.2f}"
+            tokens = "–" if row["tokens_used"] is None else f"{row['tokens_used']:.1f}"
+            lines.append(
+                f"| {cell[0]} H={cell[1]} R={cell[3]} | {patcher} | {mse} (n={row['n_seeds']}) "
+                f"| {row['gap_to_uniform_pct']:+.1f} % | {_verdict(row, uniform)} | {grid} "
+                f"| {tokens} | {row['train_seconds']:.0f} |")
     return lines + [""]
 
 

@@ -34,13 +34,20 @@ def test_patch_statistics_of_the_grid_and_of_a_skewed_patching(common):
     grid = np.array([[0, 8, 16, 24]])  # L = 32, N = 4: the uniform grid
     stats = common.patch_statistics(grid, 32)
     assert stats == {"first_length": 8.0, "last_length": 8.0, "one_step_share": 0.0,
-                     "length_std": 0.0, "grid_distance": 0.0}
+                     "length_std": 0.0, "grid_distance": 0.0, "tokens_used": 4.0}
     skewed = np.array([[[0, 20, 21, 22]], [[0, 8, 16, 24]]])  # (S, C, N)
     stats = common.patch_statistics(skewed, 32)
     assert stats["first_length"] == pytest.approx((20 + 8) / 2)
     assert stats["last_length"] == pytest.approx((10 + 8) / 2)
     assert stats["one_step_share"] == pytest.approx(2 / 8)
     assert stats["grid_distance"] == pytest.approx((0 + 12 + 5 + 2) / 8)
+    # An at-most budget's unused slots (at L) count in no statistic but the tokens used.
+    fewer = common.patch_statistics(np.array([[0, 8, 32, 32], [0, 8, 16, 24]]), 32)
+    assert fewer["tokens_used"] == pytest.approx(3.0)
+    assert fewer["last_length"] == pytest.approx((24 + 8) / 2)
+    assert fewer["first_length"] == pytest.approx(8.0)
+    assert fewer["grid_distance"] == pytest.approx(0.0)
+    assert fewer["length_std"] == pytest.approx((8.0 + 0.0) / 2)
 
 
 def test_aggregate_seeds_means_stds_and_later_duplicates(common):
