@@ -45,7 +45,7 @@ VARIANTS: dict[str, tuple[str, bool]] = {
     "interpolate": ("interpolate", False),
     "query": ("query", False),
 }
-PATCHERS = ("uniform", "volatility", "random", "learned")
+PATCHERS = ("uniform", "volatility", "random", "learned", "foundation")
 
 
 def patcher_label(spec: dict[str, Any]) -> str:
@@ -68,6 +68,8 @@ def run_params(patcher: str, rate: int, variant: str,
                learned_extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """The ``RunSpec`` params of one run (the LTSF harness's keys for the same run)."""
     params: dict[str, Any] = {"R": rate}
+    if patcher == "foundation":  # the shipped patcher, frozen: its file names the run
+        params["patcher"] = ltsf.PRETRAINED_SHA256[:10]
     if patcher == "learned":
         extra = dict(learned_extra or {})
         params.update(G=extra.pop("G", ltsf.DEFAULT_GROUP), policy=ltsf.DEFAULT_POLICY, **extra)
@@ -240,6 +242,7 @@ def _policy_ablation(rows: list[dict], cells: list[tuple]) -> list[str]:
              "differ by more than two seed standard deviations. `grid`: the decode's mean "
              "start distance from the uniform grid (steps); `tokens`: patches used per window "
              "(below the budget only with `budget=at_most`).", "",
+             "`foundation` is the shipped pretrained patcher used frozen (zero-shot).", "",
              "| cell | setting | test MSE | vs uniform | verdict | grid | tokens | train s |",
              "|---|---|---|---|---|---|---|---|"]
     for cell in cells:
@@ -249,7 +252,7 @@ def _policy_ablation(rows: list[dict], cells: list[tuple]) -> list[str]:
         uniform = here.get("uniform")
         if uniform is None:
             continue
-        for patcher in sorted(p for p in here if p.split(" ")[0] == "learned"):
+        for patcher in sorted(p for p in here if p.split(" ")[0] in ("learned", "foundation")):
             row = here[patcher]
             mse = format_mean_std(row["test_mse"], row["test_mse_std"], row["n_seeds"])
             grid = "–" if row["grid_distance"] is None else f"{row['grid_distance']:.2f}"

@@ -83,3 +83,37 @@ def test_report_gives_each_gap_against_the_right_uniform(readout, tmp_path):
     assert "-2.5 % (n=1) | 1.50 |" in glance["copy+skip"]
     assert "+50.0 % (n=1)" in glance["flatten"]
     assert (tmp_path / "readout.csv").read_text().count("\n") == 6  # header + 5 rows
+
+
+def test_policy_settings_reach_the_model(readout):
+    """Warm-up, KL schedule and budget are model options; sigma and knots build a new
+    zero-initialised patcher of those settings as the GRPG start."""
+    params = readout.run_params("learned", 8, "copy+skip",
+                                {"warmup": 1, "kl_schedule": "linear", "budget": "at_most",
+                                 "sigma": 0.25, "knots": 2})
+    arguments = readout.ltsf.reinpatch_arguments(readout.ltsf.RunSpec(
+        "ETTh1", 96, "learned", params, 96, {"d_model": 16, "n_layers": 1, "dropout": 0.0,
+                                             "seed": 0}))
+    assert (arguments["patcher_warmup"], arguments["kl_schedule"], arguments["budget"]) == (
+        1, "linear", "at_most")
+    start = arguments["patcher_init"]
+    assert (start.density_sigma, start.density_knots) == (0.25, 2)
+    assert not start.output.weight.any()
+    assert readout.run_params("foundation", 8, "copy+skip")["patcher"] == (
+        readout.ltsf.PRETRAINED_SHA256[:10])
+
+
+def test_policy_ablation_verdicts_use_two_seed_stds(readout, tmp_path):
+    records = [
+        _record(readout, "uniform", "copy+skip", 0.40, seed=0),
+        _record(readout, "uniform", "copy+skip", 0.42, seed=1),
+        _record(readout, "learned", "copy+skip", 0.30, seed=0, grid=2.0),
+        _record(readout, "learned", "copy+skip", 0.31, seed=1, grid=2.0),
+        _record(readout, "learned", "copy+skip", 0.40, seed=0, extra={"kl": 0.01}),
+        _record(readout, "learned", "copy+skip", 0.43, seed=1, extra={"kl": 0.01}),
+    ]
+    readout.write_report(records, tmp_path, {"epochs": 4, "seed": 0})
+    rows = {line.split("|")[2].strip(): line for line in (tmp_path / "readout.md").read_text()
+            .splitlines() if line.startswith("| EPF_FR_BE H=24 R=8 | learned")}
+    assert "| win |" in rows["learned"] and "| 2.00 |" in rows["learned"]
+    assert "| tie |" in rows["learned [kl=0.01]"]
