@@ -195,7 +195,8 @@ def patch_statistics(starts: Any, length: int) -> dict[str, float]:
 
     Returns the mean first and last patch length, the share of one-step patches, the mean
     within-window standard deviation of the patch lengths, the mean distance of a start
-    from the uniform grid's (``reinpatch_forecast.nn.grid.uniform_starts``) and the mean number
+    from the uniform grid's of as many patches (``reinpatch_forecast.nn.grid.uniform_starts``)
+    and the mean number
     of patches used (fewer than ``N`` only under an at-most budget, whose unused slots hold
     ``length``: they count in none of the other statistics).
     """
@@ -211,13 +212,16 @@ def patch_statistics(starts: Any, length: int) -> dict[str, float]:
     last = lengths[np.arange(len(starts)), count - 1]  # (S,): the last used patch
     mean = lengths.sum(axis=1, keepdims=True) / count[:, None]  # (S, 1)
     spread = np.sqrt((((lengths - mean) ** 2) * used).sum(axis=1) / count)  # (S,)
-    grid = uniform_starts(length, starts.shape[-1]).numpy()  # (N,)
+    # Distance from the uniform grid of as many patches as the window uses.
+    grids = np.full(starts.shape, length, dtype=np.int64)  # (S, N)
+    for n in np.unique(count):
+        grids[count == n, :n] = uniform_starts(length, int(n)).numpy()
     return {
         "first_length": float(lengths[:, 0].mean()),
         "last_length": float(last.mean()),
         "one_step_share": float((lengths[used] == 1).mean()),
         "length_std": float(spread.mean()),
-        "grid_distance": float(np.abs(starts - grid)[used].mean()),
+        "grid_distance": float(np.abs(starts - grids)[used].mean()),
         "tokens_used": float(count.mean()),
     }
 

@@ -42,12 +42,13 @@ def test_patch_statistics_of_the_grid_and_of_a_skewed_patching(common):
     assert stats["one_step_share"] == pytest.approx(2 / 8)
     assert stats["grid_distance"] == pytest.approx((0 + 12 + 5 + 2) / 8)
     # An at-most budget's unused slots (at L) count in no statistic but the tokens used.
-    fewer = common.patch_statistics(np.array([[0, 8, 32, 32], [0, 8, 16, 24]]), 32)
+    fewer = common.patch_statistics(np.array([[0, 16, 32, 32], [0, 8, 16, 24]]), 32)
     assert fewer["tokens_used"] == pytest.approx(3.0)
-    assert fewer["last_length"] == pytest.approx((24 + 8) / 2)
-    assert fewer["first_length"] == pytest.approx(8.0)
+    assert fewer["last_length"] == pytest.approx((16 + 8) / 2)
+    assert fewer["first_length"] == pytest.approx((16 + 8) / 2)
+    # [0, 16] is the uniform grid of two patches
     assert fewer["grid_distance"] == pytest.approx(0.0)
-    assert fewer["length_std"] == pytest.approx((8.0 + 0.0) / 2)
+    assert fewer["length_std"] == pytest.approx(0.0)
 
 
 def test_aggregate_seeds_means_stds_and_later_duplicates(common):
