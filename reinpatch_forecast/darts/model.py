@@ -46,6 +46,7 @@ from darts.utils.data.torch_datasets.utils import (
 from darts.utils.likelihood_models.base import LikelihoodType
 from darts.utils.likelihood_models.torch import GaussianLikelihood
 from darts.utils.serialization import add_safe_globals
+from darts.utils.torch import MonteCarloDropout
 from lightning_fabric.plugins.io.torch_io import TorchCheckpointIO
 
 from ..patcher_io import patcher_from_state, resolve_patcher_state
@@ -57,7 +58,7 @@ from ..nn import (
     ReinPatchConfig,
     ReinPatchNetwork,
 )
-from ..nn.backbone import BackboneConfig
+from ..nn.backbone import BackboneConfig, GroupDropout
 from ..options import (
     ModelOptions,
     TrainingOptions,
@@ -78,11 +79,34 @@ from .rewards import elementwise_loss
 __all__ = ["ReinPatchModel", "PatchBoundaries"]
 
 
+class _MonteCarloGroupDropout(GroupDropout, MonteCarloDropout):
+    """The network's group-shared dropout as a darts ``MonteCarloDropout``.
+
+    darts finds Monte-Carlo dropout by ``isinstance(module, MonteCarloDropout)``
+    (``PLForecastingModule._get_mc_dropout_modules``): it then reports the model as
+    probabilistic and switches ``_mc_dropout_enabled`` on for ``predict(..., mc_dropout=True)``.
+    :class:`~reinpatch_forecast.nn.backbone.GroupDropout` comes first in the method order, so
+    the forward pass (the group-shared mask) and the switch are its own.
+    """
+
+
+def _as_monte_carlo_dropout(network: torch.nn.Module) -> None:
+    """Replace every :class:`GroupDropout` of ``network`` by a :class:`_MonteCarloGroupDropout`
+    of the same rate and mode (dropout modules have no state, so the weights are untouched)."""
+    for name, module in list(network.named_modules()):
+        if type(module) is GroupDropout:
+            parent, _, attribute = name.rpartition(".")
+            replacement = _MonteCarloGroupDropout(module.p).train(module.training)
+            setattr(network.get_submodule(parent), attribute, replacement)
+
+
 class _ReinPatchModule(PLForecastingModule):
     """Lightning module: greedy boundaries in ``forward``, GRPG in ``training_step``.
 
     Unlike darts' own modules, it holds the network instead of being it: ``nn`` stays pure
-    PyTorch (no darts, no Lightning), so the network runs and is tested without them.
+    PyTorch (no darts, no Lightning), so the network runs and is tested without them. Its
+    dropout modules become darts' ``MonteCarloDropout`` (:class:`_MonteCarloGroupDropout`), so
+    darts' Monte-Carlo dropout (``mc_dropout=True``) reaches them.
 
     Parameters
     ----------
@@ -106,6 +130,7 @@ class _ReinPatchModule(PLForecastingModule):
     ) -> None:
         super().__init__(**kwargs)
         self.network = ReinPatchNetwork(ReinPatchConfig(**network_config))
+        _as_monte_carlo_dropout(self.network)
         if freeze_patcher:
             self.network.patcher.freeze()
         self.patcher_lr = patcher_lr
@@ -291,6 +316,12 @@ class ReinPatchModel(MixedCovariatesTorchModel):
     ``save_checkpoints=True`` in one ``work_dir``, overwrite each other's checkpoints. A given
     ``model_name`` is used as it is; ``untrained_model()`` and clones get a new default name.
 
+    Probabilistic forecasts follow darts: with a ``likelihood``, ``predict(n, num_samples=k)``
+    draws from it and ``predict_likelihood_parameters=True`` gives its parameters; without one,
+    ``predict(n, num_samples=k, mc_dropout=True)`` gives ``k`` Monte-Carlo dropout samples (the
+    network's dropout is darts' ``MonteCarloDropout``; they differ when ``dropout > 0``), and
+    without ``mc_dropout`` the forecast is deterministic.
+
     With ``save_checkpoints=True``, checkpoints are written to a temporary file beside them and
     renamed into place (:class:`~reinpatch_forecast.darts.checkpoints.AtomicCheckpointIO`): a
     process killed at any moment leaves the previous checkpoints loadable.
@@ -431,10 +462,6 @@ class ReinPatchModel(MixedCovariatesTorchModel):
 
     @property
     def supports_static_covariates(self) -> bool:
-        return True
-
-    @property
-    def supports_likelihood_parameter_prediction(self) -> bool:
         return True
 
     # -- public API -------------------------------------------------------------------------

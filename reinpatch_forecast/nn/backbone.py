@@ -45,7 +45,8 @@ from .segments import (
     segment_mean,
 )
 
-__all__ = ["BackboneConfig", "PatchTokeniser", "EncoderLayer", "Backbone", "group_dropout"]
+__all__ = ["BackboneConfig", "PatchTokeniser", "EncoderLayer", "Backbone", "group_dropout",
+           "GroupDropout", "set_mc_dropout"]
 
 
 @dataclass
@@ -329,7 +330,8 @@ def group_dropout(h: Tensor, p: float, group: int, training: bool) -> Tensor:
     group
         ``G``.
     training
-        Dropout is the identity when ``False``.
+        Dropout is the identity when ``False``. :class:`GroupDropout` passes ``True`` in
+        training mode and with Monte-Carlo dropout on.
     """
     if not training or p == 0.0:
         return h
@@ -337,6 +339,47 @@ def group_dropout(h: Tensor, p: float, group: int, training: bool) -> Tensor:
     keep = torch.empty((rows, 1) + h.shape[1:], device=h.device, dtype=h.dtype)
     keep.bernoulli_(1.0 - p).div_(1.0 - p)  # (R, 1, ...)
     return (h.reshape((rows, group) + h.shape[1:]) * keep).reshape(h.shape)
+
+
+class GroupDropout(nn.Dropout):
+    """:func:`group_dropout` as a module, with Monte-Carlo dropout at prediction.
+
+    It mirrors darts' ``MonteCarloDropout`` without importing darts (``nn`` stays pure
+    PyTorch): it drops in training mode, and in evaluation mode too while
+    ``_mc_dropout_enabled`` is set (:func:`set_mc_dropout`; darts sets the same attribute of
+    its ``MonteCarloDropout`` modules on ``predict(..., mc_dropout=True)``). At prediction
+    ``G == 1``, so every row, and so every forecast sample of a tiled batch, draws its own mask.
+    The darts model turns these modules into ``MonteCarloDropout`` subclasses so that darts
+    finds them.
+
+    Parameters
+    ----------
+    p
+        Drop probability.
+    """
+
+    #: Monte-Carlo dropout: drop in evaluation mode as well (off when built).
+    _mc_dropout_enabled: bool = False
+
+    @property
+    def mc_dropout_enabled(self) -> bool:
+        """Whether the next call drops: in training mode or with Monte-Carlo dropout on."""
+        return self._mc_dropout_enabled or self.training
+
+    def forward(self, h: Tensor, group: int = 1) -> Tensor:
+        """``(R*G, ...) -> (R*G, ...)``, one mask per series shared by its ``G`` rows."""
+        return group_dropout(h, self.p, group, self.mc_dropout_enabled)
+
+
+def set_mc_dropout(module: nn.Module, active: bool) -> None:
+    """Switch Monte-Carlo dropout on or off in every :class:`GroupDropout` of ``module``.
+
+    The pure-PyTorch counterpart of darts' ``set_mc_dropout``: with it on, an evaluation-mode
+    forward pass drops as in training, so repeated passes give Monte-Carlo samples.
+    """
+    for child in module.modules():
+        if isinstance(child, GroupDropout):
+            child._mc_dropout_enabled = active
 
 
 class EncoderLayer(nn.Module):
@@ -348,7 +391,8 @@ class EncoderLayer(nn.Module):
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float) -> None:
         super().__init__()
-        self.dropout = dropout
+        # One module for the three sites: it holds no state, only the rate and the MC switch.
+        self.dropout = GroupDropout(dropout)
         self.attention_norm = nn.LayerNorm(d_model)
         self.attention = nn.MultiheadAttention(d_model, n_heads, batch_first=True)
         self.ff_norm = nn.LayerNorm(d_model)
@@ -361,10 +405,9 @@ class EncoderLayer(nn.Module):
         normed = self.attention_norm(h)
         attended = self.attention(normed, normed, normed, key_padding_mask=unused,
                                   need_weights=False)[0]
-        h = h + group_dropout(attended, self.dropout, group, self.training)
-        inner = group_dropout(F.gelu(self.ff_in(self.ff_norm(h))), self.dropout, group,
-                              self.training)  # (R*G, N, d_ff)
-        return h + group_dropout(self.ff_out(inner), self.dropout, group, self.training)
+        h = h + self.dropout(attended, group)
+        inner = self.dropout(F.gelu(self.ff_in(self.ff_norm(h))), group)  # (R*G, N, d_ff)
+        return h + self.dropout(self.ff_out(inner), group)
 
 
 class Backbone(nn.Module):
@@ -374,7 +417,8 @@ class Backbone(nn.Module):
     tokens become step features ``(L, k)`` (``step_readout``; ``skip_projection`` adds the local
     features with ``readout_skip``) and the head is ``Linear(L*k, H*Q)``. With ``"query"``,
     ``query_readout`` reads the tokens with one query per horizon step. With ``"flatten"`` the
-    head is ``Linear(N*d, H*Q)`` over the token slots.
+    head is ``Linear(N*d, H*Q)`` over the token slots. Dropout (:class:`GroupDropout`, in every
+    encoder layer and before the head) shares one mask across the ``G`` patchings of a series.
 
     With ``config.n_coarse_patches`` set (two levels) it also holds ``coarse_layers`` (as many
     as ``layers``), ``coarse_norm``, a projection of the coarse patches' position features
@@ -394,6 +438,9 @@ class Backbone(nn.Module):
             for _ in range(config.n_layers)
         )
         self.final_norm = nn.LayerNorm(config.d_model)
+        # Before the head (or the query readout's projection); it has no weights, so building
+        # it draws nothing and the weights a seed gives stay the same.
+        self.dropout = GroupDropout(config.dropout)
         n_tokens = config.n_patches
         if config.n_coarse_patches is not None:
             # Only at two levels: building a module draws its initial weights from the global
@@ -587,8 +634,7 @@ class Backbone(nn.Module):
             tokens = self.final_norm(h)  # (R*G, N, d)
             if two_levels:
                 tokens = torch.cat([tokens, coarse], dim=1)  # (R*G, N+N2, d)
-            read = group_dropout(self.query_readout.attend(tokens), self.config.dropout, group,
-                                 self.training)  # (R*G, H, d)
+            read = self.dropout(self.query_readout.attend(tokens), group)  # (R*G, H, d)
             out = self.query_readout(read)  # (R*G, H, Q)
         else:
             if self.config.time_aligned:
@@ -598,7 +644,7 @@ class Backbone(nn.Module):
                 flat = self.final_norm(h).flatten(1)  # (R*G, N*d)
                 if two_levels:
                     flat = torch.cat([flat, coarse.flatten(1)], dim=1)  # (R*G, (N+N2)*d)
-            flat = group_dropout(flat, self.config.dropout, group, self.training)
+            flat = self.dropout(flat, group)
             out = self.head(flat)  # (R*G, H*Q)
         out = out.reshape(-1, self.config.output_length, self.config.nr_params)  # (R*G, H, Q)
         if self.covariates is not None and self.covariates.n_future:
