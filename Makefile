@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml setup.cfg
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet $(TORCH_PIN)
-	$(BIN)/python -m pip install --quiet -e ".[dev,docs]"
+	$(BIN)/python -m pip install --quiet -e ".[dev,docs,onnx]"
 	touch $(STAMP)
 
 demo: setup

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import copyreg
 import datetime
+import importlib.util
 import os
 import signal
 import threading
@@ -648,6 +649,71 @@ class ReinPatchModel(MixedCovariatesTorchModel):
             return super()._setup_trainer(None, model, verbose, epochs)
         finally:
             self.trainer_params = params
+
+    # -- export -----------------------------------------------------------------------------
+    #: The patchers whose decode has no ONNX form, and why (see docs/deployment.md).
+    _NOT_EXPORTABLE = {
+        "random": "its decode draws from a seeded torch.Generator, which an ONNX graph cannot "
+                  "hold (ONNX's RandomUniform does not give torch's numbers)",
+        "volatility": "it ranks the steps with a stable sort (aten.sort.stable), which has no "
+                      "ONNX function",
+    }
+
+    # Overridden because darts lacks: the onnx extra named when it is missing, and a message
+    # for the patchers that cannot export, before torch.onnx fails deep inside the graph.
+    def to_onnx(self, path: str | None = None, **kwargs) -> None:
+        """Export the trained network's forecast to ONNX; see darts' ``to_onnx``.
+
+        The graph is the prediction path: the patcher's decoded (most likely) patching and
+        the backbone, batch size 1, inputs ``past_target`` ``(1, L, C)`` and the covariates
+        the model was trained with (``past_covariates``, ``historic_future_covariates``,
+        ``future_covariates``, ``static_covariates``). Run it with onnxruntime through
+        ``darts.utils.onnx.run_onnx_prediction``; it gives :meth:`predict`'s forecasts (to
+        float32 rounding). Training's sampled patchings are not part of it. See the
+        deployment page of the documentation.
+
+        Parameters
+        ----------
+        path
+            Where to write the ``.onnx`` file; default ``"<ModelClass>_<date>_<time>.onnx"``.
+        **kwargs
+            Arguments of ``torch.onnx.export``.
+
+        Raises
+        ------
+        ValueError
+            If the model is not trained, or its patcher is ``"random"`` or ``"volatility"``
+            (their decodes have no ONNX form).
+        ImportError
+            If ``onnx`` or ``onnxscript`` is missing (``pip install
+            'reinpatch-forecast[onnx]'``).
+        """
+        if not self._fit_called or self.model is None:
+            raise ValueError(
+                "This ReinPatchModel is not trained yet: call fit() (or load a trained model) "
+                "before to_onnx()."
+            )
+        name = self.network_config.patcher
+        if name in self._NOT_EXPORTABLE:
+            raise ValueError(
+                f"patcher={name!r} cannot be exported to ONNX: {self._NOT_EXPORTABLE[name]}. "
+                "The learned, pretrained and uniform patchers export."
+            )
+        missing = [module for module in ("onnx", "onnxscript")
+                   if importlib.util.find_spec(module) is None]
+        if missing:
+            raise ImportError(
+                f"to_onnx needs {' and '.join(missing)}: pip install 'reinpatch-forecast[onnx]' "
+                "(onnx, onnxscript and onnxruntime)."
+            )
+        # darts leaves the module in evaluation mode, and Lightning keeps each module's mode
+        # when training starts: a later fit() would train without dropout.
+        modes = [(module, module.training) for module in self.model.modules()]
+        try:
+            super().to_onnx(path, **kwargs)
+        finally:
+            for module, training in modes:
+                module.training = training
 
     # -- persistence ------------------------------------------------------------------------
     # Overridden because darts lacks: a message naming the damaged or truncated file.

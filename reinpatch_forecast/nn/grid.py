@@ -14,13 +14,29 @@ D : offsets per boundary, ``2 * max_radius + 1``
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-__all__ = ["uniform_starts", "OffsetCandidates", "offset_candidates"]
+__all__ = ["uniform_start_values", "uniform_starts", "uniform_gaps", "OffsetCandidates",
+           "offset_candidates"]
+
+
+def uniform_start_values(length: int, n_patches: int) -> list[int]:
+    """:func:`uniform_starts` as Python integers (``N`` of them).
+
+    The grid depends on ``L`` and ``N`` only, so it is computed in plain integers: the
+    quantities derived from it (the shortest grid patch, the offset radii) are then Python
+    numbers, which ``torch.export`` (the ONNX export) keeps as constants instead of reading
+    them from tensors.
+    """
+    patch = math.ceil(length / n_patches)
+    if (n_patches - 1) * patch < length:
+        return [0] + [length - (n_patches - index) * patch for index in range(1, n_patches)]
+    return [index * length // n_patches for index in range(n_patches)]
 
 
 def uniform_starts(length: int, n_patches: int, device: torch.device | None = None) -> Tensor:
@@ -30,13 +46,14 @@ def uniform_starts(length: int, n_patches: int, device: torch.device | None = No
     patches are whole, as in PatchTST) and the first patch holds the remainder. When that
     would leave the first patch empty, the starts are spread evenly instead.
     """
-    patch = math.ceil(length / n_patches)
-    index = torch.arange(n_patches, device=device)
-    if (n_patches - 1) * patch < length:
-        starts = length - (n_patches - index) * patch  # (N,)
-        starts[0] = 0
-        return starts
-    return torch.div(index * length, n_patches, rounding_mode="floor")  # (N,)
+    values = uniform_start_values(length, n_patches)
+    return torch.tensor(values, dtype=torch.int64, device=device)  # (N,)
+
+
+def uniform_gaps(length: int, n_patches: int) -> list[int]:
+    """Patch lengths of the uniform grid, ``N`` Python integers (:func:`uniform_start_values`)."""
+    starts = uniform_start_values(length, n_patches)
+    return [end - start for start, end in zip(starts, starts[1:] + [length])]
 
 
 @dataclass
@@ -59,7 +76,8 @@ class OffsetCandidates:
     distance: Tensor
 
 
-def offset_candidates(grid: Tensor, size: int) -> OffsetCandidates:
+def offset_candidates(grid: Tensor | Sequence[int], size: int,
+                      device: torch.device | None = None) -> OffsetCandidates:
     """The offsets every interior boundary of ``grid`` may take.
 
     Boundary ``j`` (``1 <= j < n``) moves by ``delta`` with
@@ -71,13 +89,26 @@ def offset_candidates(grid: Tensor, size: int) -> OffsetCandidates:
     Parameters
     ----------
     grid
-        ``(n,)`` int64 sorted starts, ``grid[0] == 0``.
+        ``(n,)`` int64 sorted starts, ``grid[0] == 0``: a tensor, or Python integers (such as
+        :func:`uniform_start_values`), whose largest radius, which sets ``D``, is then found
+        without reading a tensor (so ``torch.export`` keeps ``D`` a constant).
     size
         ``S``: the axis length (the end of the last patch).
+    device
+        Where the candidates live when ``grid`` is given as integers (a tensor's own device
+        otherwise).
     """
+    max_radius = None
+    if not isinstance(grid, Tensor):
+        values = [int(value) for value in grid]
+        gap_values = [end - start for start, end in zip(values, values[1:] + [size])]  # (n,)
+        max_radius = max([max(0, (min(left, right) - 1) // 2)
+                          for left, right in zip(gap_values[:-1], gap_values[1:])], default=0)
+        grid = torch.tensor(values, dtype=torch.int64, device=device)  # (n,)
     gaps = torch.diff(F.pad(grid, (0, 1), value=size))  # (n,) patch lengths
     radius = ((torch.minimum(gaps[:-1], gaps[1:]) - 1) // 2).clamp(min=0)  # (k,)
-    max_radius = int(radius.max()) if radius.numel() else 0
+    if max_radius is None:
+        max_radius = int(radius.max()) if radius.numel() else 0
     delta = torch.arange(-max_radius, max_radius + 1, device=grid.device)  # (D,)
     slot = (grid[1:, None] + delta).clamp(0, size - 1)  # (k, D)
     allowed = delta.abs() <= radius[:, None]  # (k, D)

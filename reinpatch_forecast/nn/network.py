@@ -15,6 +15,7 @@ Q : parameters per forecast step (``nr_params``)
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -203,7 +204,9 @@ class ReinPatchNetwork(nn.Module):
 
     def _decode(self, patcher_input: Tensor) -> Patching:
         """The patcher's deterministic patching, at one or two levels; ``G == 1``."""
-        return self.patcher.decode(patcher_input, self.config.n_patches, **self._coarse_budget())
+        with _whole_rows(self.patcher, torch.onnx.is_in_onnx_export()):
+            return self.patcher.decode(patcher_input, self.config.n_patches,
+                                       **self._coarse_budget())
 
     def _sample(self, patcher_input: Tensor, group: int) -> Patching:
         """``group`` patchings drawn by the patcher, at one or two levels."""
@@ -255,11 +258,12 @@ class ReinPatchNetwork(nn.Module):
         """
         self._check_input(x)
         batch, _, channels = x.shape
-        patcher_input, backbone_input, stats = self._normalise(x)
-        patching = self._decode(patcher_input)  # starts (R, 1, N)
-        out = self._forecast(backbone_input, patching.starts, stats, batch, channels,
-                             coarse_starts=patching.coarse_starts,
-                             covariates=_rows(covariates, channels))
+        with _whole_rows(self, torch.onnx.is_in_onnx_export()):
+            patcher_input, backbone_input, stats = self._normalise(x)
+            patching = self._decode(patcher_input)  # starts (R, 1, N)
+            out = self._forecast(backbone_input, patching.starts, stats, batch, channels,
+                                 coarse_starts=patching.coarse_starts,
+                                 covariates=_rows(covariates, channels))
         return out[:, 0]  # (B, H, C, Q)
 
     def boundaries(self, x: Tensor) -> Tensor:
@@ -450,6 +454,33 @@ def _mean_squared_error(prediction: Tensor, target: Tensor) -> Tensor:
 def _squared_error(prediction: Tensor, target: Tensor) -> Tensor:
     """Squared error per element ``(S, H, C)`` of the first parameter of ``(S, H, C, Q)``."""
     return (prediction[..., 0] - target) ** 2
+
+
+@contextmanager
+def _whole_rows(network: nn.Module, enabled: bool = True) -> Iterator[None]:
+    """Run the block with every module of ``network`` passing all its rows at once.
+
+    The row chunks of large CPU passes (:mod:`~reinpatch_forecast.nn.chunking`) are a Python
+    loop over the rows: an export would unroll it for the example's rows and fix the batch
+    size of the graph. An unbounded ``chunk_elements`` makes every chunk hold all the rows,
+    so an exported graph has no loop and keeps any batch axis the export leaves dynamic (the
+    rows are independent: the same forecasts).
+    """
+    if not enabled:
+        yield
+        return
+    modules = [module for module in network.modules() if hasattr(module, "chunk_elements")]
+    saved = [vars(module).get("chunk_elements") for module in modules]  # None: the class's
+    try:
+        for module in modules:
+            module.chunk_elements = sys.maxsize
+        yield
+    finally:
+        for module, value in zip(modules, saved):
+            if value is None:
+                del module.chunk_elements
+            else:
+                module.chunk_elements = value
 
 
 @contextmanager

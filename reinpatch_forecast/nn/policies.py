@@ -27,6 +27,12 @@ boundaries sit at the quantiles ``j / n`` of the ``n`` slots used, and the unuse
 the start ``L`` (empty patches at the end, masked by the backbone), so every shape stays
 static.
 
+The mode (prediction's decode) exports to ONNX (``docs/deployment.md``): the grid and every
+size derived from it are Python integers, and the two operators ONNX lacks, ``searchsorted``
+and ``cummax``, take exact replacements while exporting
+(:func:`~reinpatch_forecast.nn.segments.insertion_points`, ``_running_max``). Sampling
+draws from a ``torch.Generator`` and is not exported (training only).
+
 Shape legend
 ------------
 R : rows (series)
@@ -48,7 +54,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .grid import offset_candidates, uniform_starts
+from .grid import offset_candidates, uniform_gaps, uniform_start_values, uniform_starts
+from .segments import insertion_points
 
 __all__ = ["POLICY_NAMES", "DEFAULT_POLICY", "BUDGET_SHARES", "budget_counts", "PolicyDraw",
            "BoundaryPolicy", "OffsetPolicy", "DensityPolicy",
@@ -141,7 +148,25 @@ def plackett_luce_log_prob(logits: Tensor, order: Tensor) -> Tensor:
     return (chosen - log_remaining).sum(dim=-1)  # (R, G)
 
 
-def _categorical_offsets(scores: Tensor, grid: Tensor, size: int, penalty: float,
+def _running_max(values: Tensor) -> Tensor:
+    """``torch.cummax(values, dim=-1).values`` of int64 ``values`` ``(..., k)``, also inside an
+    ONNX export.
+
+    ONNX has no ``cummax`` (``aten.cummax`` has no ONNX function), so while
+    :func:`torch.onnx.is_in_onnx_export` the running maximum is the maximum of each prefix, read
+    through a ``(k, k)`` lower-triangular mask: the same integers exactly (a maximum of
+    integers does not round). It builds ``(..., k, k)``, so eager runs keep ``cummax``.
+    """
+    if not torch.onnx.is_in_onnx_export():
+        return torch.cummax(values, dim=-1).values
+    size = values.shape[-1]
+    index = torch.arange(size, device=values.device)
+    later = index[None, :] > index[:, None]  # (k, k): entry j' lies after position j
+    prefixes = values.unsqueeze(-2).masked_fill(later, torch.iinfo(values.dtype).min)  # (..., k, k)
+    return prefixes.amax(dim=-1)  # (..., k)
+
+
+def _categorical_offsets(scores: Tensor, grid: list[int], size: int, penalty: float,
                          group: int, sample: bool, generator: torch.Generator | None = None,
                          ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """Independent categorical offsets of the interior boundaries of ``grid``.
@@ -155,7 +180,8 @@ def _categorical_offsets(scores: Tensor, grid: Tensor, size: int, penalty: float
         ``(R, S)`` (one candidate set per row, ``group`` draws) or ``(R, G, S)`` (a candidate
         set per draw, one draw each: level 2).
     grid
-        ``(n,)`` grid starts on the axis of ``S`` slots.
+        ``n`` grid starts on the axis of ``S`` slots, as Python integers
+        (:func:`~reinpatch_forecast.nn.grid.uniform_start_values`).
 
     Returns
     -------
@@ -165,12 +191,12 @@ def _categorical_offsets(scores: Tensor, grid: Tensor, size: int, penalty: float
     """
     per_draw = scores.dim() == 3
     rows = scores.shape[0]
-    if grid.shape[0] == 1:  # one patch: nothing to choose
+    if len(grid) == 1:  # one patch: nothing to choose
         shape = (rows, scores.shape[1] if per_draw else group)
         zeros = scores.new_zeros(shape)
         return (torch.zeros(*shape, 1, dtype=torch.long, device=scores.device), zeros,
                 zeros[:, 0], zeros[:, 0])
-    candidates = offset_candidates(grid, size)
+    candidates = offset_candidates(grid, size, device=scores.device)
     penalty_term = penalty * candidates.distance.to(scores.dtype)  # (D,)
     logits = scores[..., candidates.slot] - penalty_term  # (R, [G,] k, D)
     logits = logits.masked_fill(~candidates.allowed, -math.inf)
@@ -197,7 +223,7 @@ def _categorical_offsets(scores: Tensor, grid: Tensor, size: int, penalty: float
     else:
         choice = log_p_draws.detach().argmax(dim=-1)  # (R, G, k): the mode
     log_prob = log_p_draws.gather(-1, choice.unsqueeze(-1)).squeeze(-1).sum(dim=-1)  # (R, G)
-    boundary = torch.arange(grid.shape[0] - 1, device=grid.device)  # (k,)
+    boundary = torch.arange(len(grid) - 1, device=scores.device)  # (k,)
     slots = candidates.slot[boundary, choice]  # (R, G, k)
     return F.pad(slots, (1, 0), value=0), log_prob, entropy, kl
 
@@ -224,7 +250,7 @@ def _coarse_offsets(coarse_scores: Tensor, starts: Tensor, n_coarse: int, penalt
     """
     rows, group, n_fine = starts.shape
     token_scores = coarse_scores.gather(1, starts.reshape(rows, -1)).reshape(starts.shape)
-    grid = uniform_starts(n_fine, n_coarse, device=starts.device)  # (N2,) fine-token indices
+    grid = uniform_start_values(n_fine, n_coarse)  # N2 fine-token indices
     tokens, log_prob, entropy, kl = _categorical_offsets(
         token_scores, grid, n_fine, penalty, 1, sample, generator
     )  # tokens (R, G, N2)
@@ -271,7 +297,7 @@ class OffsetPolicy(BoundaryPolicy):
     def draw(self, scores: Tensor, n_patches: int, group: int, sample: bool,
              generator: torch.Generator | None = None) -> PolicyDraw:
         length = scores.shape[-1]
-        grid = uniform_starts(length, n_patches, device=scores.device)  # (N,)
+        grid = uniform_start_values(length, n_patches)  # N starts
         starts, log_prob, entropy, kl = _categorical_offsets(
             scores, grid, length, self.penalty, group if sample else 1, sample, generator
         )
@@ -327,7 +353,7 @@ class DensityPolicy(BoundaryPolicy):
         cell_start = (grid[:, None] + part * gaps[:, None]).reshape(-1)  # (K,)
         cell_length = (gaps / self.knots).repeat_interleave(self.knots)  # (K,)
         centre = torch.arange(length, device=device, dtype=torch.float64) + 0.5  # (L,)
-        cell = (torch.searchsorted(cell_start, centre, right=True) - 1).clamp(min=0)  # (L,)
+        cell = (insertion_points(cell_start, centre, right=True) - 1).clamp(min=0)  # (L,)
         member = F.one_hot(cell, cell_start.shape[0]).float()  # (L, K)
         average = member / member.sum(dim=0).clamp(min=1.0)  # (L, K): empty cells read 0
         return cell_start, cell_length, average
@@ -350,15 +376,16 @@ class DensityPolicy(BoundaryPolicy):
             count = used.unsqueeze(-1)  # (R, G, 1)
             levels = (boundary.double() / count.double()).clamp(max=1.0)  # (R, G, k)
             room = length - count * shortest  # (R, G, 1)
-        cell = torch.searchsorted(cumulative.contiguous(), levels).clamp(
-            max=cumulative.shape[-1] - 1)  # (R, G, k)
+        # A cumulative sum of non-negative masses never decreases, so the left insertion point
+        # is the first cell whose cumulative mass reaches the level.
+        cell = insertion_points(cumulative, levels).clamp(max=cumulative.shape[-1] - 1)  # (R, G, k)
         before = (cumulative - mass).gather(-1, cell)  # (R, G, k): mass before the cell
         fraction = ((levels - before) / mass.gather(-1, cell)).clamp(0.0, 1.0)
         position = cell_start[cell] + fraction * cell_length[cell]  # (R, G, k)
         starts = torch.round(position).long()  # (R, G, k)
         # At least `shortest` steps per patch: a running maximum of s_j - j * shortest keeps
         # the starts apart, the clamp keeps room for the patches after them.
-        shifted = torch.cummax(starts - boundary * shortest, dim=-1).values
+        shifted = _running_max(starts - boundary * shortest)
         shifted = torch.clamp(shifted, min=0)
         shifted = torch.minimum(shifted, torch.as_tensor(room, device=action.device))
         inner = shifted + boundary * shortest  # (R, G, k)
@@ -418,8 +445,8 @@ class DensityPolicy(BoundaryPolicy):
         entropy = mean.new_full((rows,), cells * (0.5 + 0.5 * math.log(2 * math.pi))
                                 + cells * math.log(self.sigma))
         kl = (mean**2).sum(-1) / (2 * self.sigma**2)  # (R,): KL(N(mu, s^2) || N(0, s^2))
-        grid = uniform_starts(length, n_patches)
-        shortest = min(self.min_length, int(torch.diff(F.pad(grid, (0, 1), value=length)).min()))
+        # Python integers: the shortest grid patch is a constant of L and N, also when exported.
+        shortest = min(self.min_length, min(uniform_gaps(length, n_patches)))
         used = None
         if count_scores is not None:
             # Drawn after the action's noise, so the action of a seed is that of the exact budget.

@@ -29,6 +29,7 @@ import torch
 from torch import Tensor
 
 __all__ = [
+    "insertion_points",
     "token_budget",
     "check_budget",
     "patch_ends",
@@ -39,6 +40,40 @@ __all__ = [
     "coarse_token_starts",
     "pool_tokens",
 ]
+
+
+def insertion_points(sorted_values: Tensor, values: Tensor, right: bool = False) -> Tensor:
+    """``torch.searchsorted(sorted_values, values, right=right)``, also inside an ONNX export.
+
+    ONNX has no ``searchsorted`` (``aten.searchsorted`` has no ONNX function), so while
+    :func:`torch.onnx.is_in_onnx_export` the insertion points are counted instead: in a
+    non-decreasing row, the left insertion point of ``v`` is the number of entries ``< v`` and
+    the right one the number of entries ``<= v``, exactly, ties included (the comparisons
+    are those of the binary search, in the same dtype). The count builds an ``(..., M, S)``
+    comparison, ``S / log S`` times the work of the search, so eager runs keep the search.
+
+    Parameters
+    ----------
+    sorted_values
+        ``(..., S)``, non-decreasing along the last axis (``(S,)``: one row for every query).
+    values
+        ``(..., M)`` queries, the leading axes those of ``sorted_values`` (any shape with a
+        one-dimensional ``sorted_values``).
+    right
+        Insert after equal entries instead of before them.
+
+    Returns
+    -------
+    Tensor
+        ``(..., M)`` int64 in ``[0, S]``.
+    """
+    if not torch.onnx.is_in_onnx_export():
+        return torch.searchsorted(sorted_values.contiguous(), values.contiguous(), right=right)
+    queries = values.unsqueeze(-1)  # (..., M, 1)
+    # One row for every query, or a row per leading index: (S,) or (..., 1, S).
+    table = sorted_values if sorted_values.dim() == 1 else sorted_values.unsqueeze(-2)
+    before = table <= queries if right else table < queries  # (..., M, S)
+    return before.sum(dim=-1)  # (..., M)
 
 
 def token_budget(input_length: int, compression_rate: float) -> int:
@@ -247,7 +282,7 @@ def coarse_token_starts(starts: Tensor, coarse_starts: Tensor) -> Tensor:
         ``(..., N2)`` int64 in ``[0, N1)``, sorted, first entry 0.
     """
     # Exact matches (coarse starts are fine starts), so the left insertion point is the index.
-    return torch.searchsorted(starts.contiguous(), coarse_starts.contiguous())
+    return insertion_points(starts, coarse_starts)
 
 
 def pool_tokens(tokens: Tensor, token_starts: Tensor) -> Tensor:
