@@ -24,7 +24,7 @@ __all__ = ["PATCHER_FORMAT", "PATCHER_VERSION", "PRETRAINED_SHA256", "patcher_st
            "load_pretrained_patcher", "file_sha256", "resolve_patcher_state"]
 
 #: SHA-256 of the shipped ``pretrained/patcher.pt`` (checked by the test suite).
-PRETRAINED_SHA256 = "bbe2c992e8ee543299f28d3a6c2de51f2eb6e296dfcd1d0a2fe90bffdc70aff3"
+PRETRAINED_SHA256 = "743569ebd15096a923bd344f2236f82c302a6ec7742c68ccb6dbca41081d0641"
 
 PATCHER_FORMAT = "reinpatch-forecast/patcher"
 #: Version 2: the policy-v2 patcher (its config names its policy). Version-1 files hold a
