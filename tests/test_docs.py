@@ -12,7 +12,7 @@ import pytest
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 #: Pages whose ```python blocks are executed, in order, in one namespace per page.
-EXAMPLE_PAGES = ("quickstart_darts.md", "quickstart_sktime.md", "foundation.md")
+EXAMPLE_PAGES = ("quickstart_darts.md", "quickstart_sktime.md", "foundation.md", "tuning.md")
 _PYTHON_BLOCK = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 
 _MISSING = [name for name in ("sphinx", "numpydoc", "myst_parser")
@@ -37,7 +37,7 @@ def test_sphinx_build_has_no_warnings(tmp_path):
     html = tmp_path / "html"
     for page in ("index", "quickstart_darts", "quickstart_sktime", "method", "foundation",
                  "choosing_parameters", "benchmarks", "cli", "api", "architecture",
-                 "reliability"):
+                 "reliability", "tuning"):
         assert (html / f"{page}.html").is_file(), page
     assert (html / "_images" / "segmentation.png").is_file()
     api = (html / "api.html").read_text(encoding="utf-8")
