@@ -11,20 +11,18 @@ H : ``output_chunk_length``
 Q : parameters per step (``likelihood.num_parameters``, 1 without a likelihood)
 
 Over 500 lines for a reason: the Lightning module stays beside the model, because saved models
-record its class path (``reinpatch_forecast.darts.model._ReinPatchModule``), and the model
-documents every darts override it needs in place.
+record its class path (``reinpatch_forecast.darts.model._ReinPatchModule``). The model overrides
+only public darts members (and the abstract ``_create_model``), each with its reason; darts'
+general gaps (atomic checkpoints, the work-dir race, prediction under DDP, Ctrl+C) are filled by
+:class:`~reinpatch_forecast.darts._darts_fixes.DartsFixesMixin`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import copyreg
-import datetime
 import importlib.util
 import os
-import signal
-import threading
-import uuid
 from typing import Any, Iterator, Sequence
 
 import numpy as np
@@ -36,7 +34,6 @@ from darts.models.forecasting.torch_forecasting_model import (
     INIT_MODEL_NAME,
     MixedCovariatesTorchModel,
     _get_checkpoint_fname,
-    _get_runs_folder,
 )
 from darts.utils.data.torch_datasets.utils import (
     PLModuleInput,
@@ -48,7 +45,6 @@ from darts.utils.likelihood_models.base import LikelihoodType
 from darts.utils.likelihood_models.torch import GaussianLikelihood
 from darts.utils.serialization import add_safe_globals
 from darts.utils.torch import MonteCarloDropout
-from lightning_fabric.plugins.io.torch_io import TorchCheckpointIO
 
 from ..patcher_io import patcher_from_state, resolve_patcher_state
 from ..nn import (
@@ -74,7 +70,7 @@ from ..validation import (
     load_error,
 )
 from .boundaries import PatchBoundaries
-from .checkpoints import AtomicCheckpointIO
+from ._darts_fixes import DartsFixesMixin, default_model_name
 from .rewards import elementwise_loss
 
 __all__ = ["ReinPatchModel", "PatchBoundaries"]
@@ -260,12 +256,6 @@ def _explained_load_errors(path: str) -> Iterator[None]:
         raise load_error(path, error) from error
 
 
-def _default_model_name() -> str:
-    """darts' default model name made unique with 8 random hex digits (class notes)."""
-    now = datetime.datetime.now().strftime("%Y-%m-%d_%H_%M_%S")
-    return f"{now}_torch_model_run_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-
-
 def _as_float32(series):
     if series is None:
         return None
@@ -274,7 +264,7 @@ def _as_float32(series):
     return [_as_float32(s) for s in series]
 
 
-class ReinPatchModel(MixedCovariatesTorchModel):
+class ReinPatchModel(DartsFixesMixin, MixedCovariatesTorchModel):
     """ReinPatch: a Transformer over variable-size patches chosen by a policy trained with GRPG.
 
     Each target component's lookback window is cut into ``ceil(L / compression_rate)``
@@ -379,7 +369,7 @@ class ReinPatchModel(MixedCovariatesTorchModel):
         torch_params = self._extract_torch_model_params(**self.model_params)
         if torch_params.get("model_name") is None:
             # not in model_params, so that untrained_model() and clones draw a name of their own
-            torch_params["model_name"] = _default_model_name()
+            torch_params["model_name"] = default_model_name()
         super().__init__(**torch_params)
         self.pl_module_params = self._extract_pl_module_params(**self.model_params)
         self._considers_static_covariates = use_static_covariates
@@ -428,6 +418,7 @@ class ReinPatchModel(MixedCovariatesTorchModel):
         )
 
     # -- darts hooks ------------------------------------------------------------------------
+    # darts' abstract hook: the Lightning module for the shapes of the first training sample.
     def _create_model(self, train_sample: TorchTrainingSample) -> torch.nn.Module:
         n_channels = train_sample.past_target.shape[1]
         nr_params = 1 if self.likelihood is None else self.likelihood.num_parameters
@@ -457,10 +448,7 @@ class ReinPatchModel(MixedCovariatesTorchModel):
             module.network.patcher.load_state_dict(patcher_from_state(given).state_dict())
         return module
 
-    @property
-    def supports_multivariate(self) -> bool:
-        return True
-
+    # darts' public hook (False by default): static covariates become a token embedding.
     @property
     def supports_static_covariates(self) -> bool:
         return True
@@ -474,7 +462,7 @@ class ReinPatchModel(MixedCovariatesTorchModel):
             check_darts_series(value, name, 1, "a covariate")
 
     # Overridden because darts lacks: early series checks with messages that say what to change,
-    # the float32 cast, and Ctrl+C as a KeyboardInterrupt (Lightning calls sys.exit).
+    # and the float32 cast (Ctrl+C is DartsFixesMixin._train's).
     def fit(
         self,
         series,
@@ -520,55 +508,12 @@ class ReinPatchModel(MixedCovariatesTorchModel):
                 fix="Pass a longer series, or use a smaller input_chunk_length or "
                 "output_chunk_length.",
             )
-        sigint_handler = signal.getsignal(signal.SIGINT)
-        try:
-            super().fit(
-                _as_float32(series), _as_float32(past_covariates), _as_float32(future_covariates),
-                _as_float32(val_series), _as_float32(val_past_covariates),
-                _as_float32(val_future_covariates), *args, **kwargs,
-            )
-        except SystemExit as error:
-            # Lightning answers Ctrl+C (KeyboardInterrupt) by stopping training, ignoring SIGINT
-            # and calling sys.exit(1); turn that back into a KeyboardInterrupt that keeps the
-            # session (and a notebook kernel) alive, with the model usable.
-            if not isinstance(error.__context__, KeyboardInterrupt):
-                raise
-            raise KeyboardInterrupt(self._interrupted_message()) from None
-        finally:
-            if (
-                sigint_handler is not None
-                and threading.current_thread() is threading.main_thread()
-                and signal.getsignal(signal.SIGINT) is not sigint_handler
-            ):
-                signal.signal(signal.SIGINT, sigint_handler)
-        return self
-
-    def _interrupted_message(self) -> str:
-        epoch = self.trainer.current_epoch if self.trainer is not None else "?"
-        message = (
-            f"Training of {self.model_name!r} was interrupted in epoch {epoch}. The model keeps "
-            "the weights of its last training step: it can predict and save, and fit() "
-            "continues training."
+        super().fit(
+            _as_float32(series), _as_float32(past_covariates), _as_float32(future_covariates),
+            _as_float32(val_series), _as_float32(val_past_covariates),
+            _as_float32(val_future_covariates), *args, **kwargs,
         )
-        if self.save_checkpoints:
-            message += (
-                " The checkpoints written so far are in "
-                f"{os.path.join(self.work_dir, self.model_name, 'checkpoints')}: "
-                f"ReinPatchModel.load_from_checkpoint({self.model_name!r}, "
-                f"work_dir={self.work_dir!r}, best=False) restores the last one."
-            )
-        return message
-
-    # darts checks that the folders exist, then creates them: two processes starting models in
-    # the same work_dir at once race, and the loser fails with FileExistsError.
-    def _create_save_dirs(self) -> None:
-        os.makedirs(_get_runs_folder(self.work_dir, self.model_name), exist_ok=True)
-
-    # darts attaches the module and trainer only after training: attached before, a model whose
-    # first fit is interrupted keeps its weights, can predict and can be saved.
-    def _train(self, trainer, model, *args, **kwargs) -> None:
-        self.model, self.trainer = model, trainer
-        super()._train(trainer, model, *args, **kwargs)
+        return self
 
     # Overridden because darts lacks: the window checks (length, finite values) with messages.
     def predict(self, n: int, series=None, past_covariates=None, future_covariates=None,
@@ -608,47 +553,6 @@ class ReinPatchModel(MixedCovariatesTorchModel):
                 )
         return super().predict(n, _as_float32(series), _as_float32(past_covariates),
                                _as_float32(future_covariates), *args, **kwargs)
-
-    # darts lacks single-device prediction under DDP: Lightning splits the series of a
-    # prediction among the processes of a distributed trainer, so each process would get only
-    # part of the forecasts, or fail with fewer series than processes. Prediction therefore
-    # builds a single-device trainer (a given one is kept).
-    _predicting = False
-
-    def _setup_for_predict(self, *args, **kwargs):
-        self._predicting = True
-        try:
-            return super()._setup_for_predict(*args, **kwargs)
-        finally:
-            vars(self).pop("_predicting", None)
-
-    # Overridden because darts lacks atomic checkpoint files: its default checkpoint plugin is
-    # replaced by the atomic one (the same safe loading); a user's own plugin is kept.
-    @staticmethod
-    def _init_trainer(trainer_params: dict, max_epochs: int | None = None):
-        plugins = list(trainer_params.get("plugins") or [])
-        if not any(isinstance(plugin, TorchCheckpointIO) for plugin in plugins):
-            trainer_params = {**trainer_params, "plugins": plugins + [AtomicCheckpointIO()]}
-        return MixedCovariatesTorchModel._init_trainer(trainer_params, max_epochs)
-
-    def _setup_trainer(self, trainer, model, verbose=None, epochs=0):
-        built = super()._setup_trainer(trainer, model, verbose, epochs)
-        if trainer is not None or not self._predicting:
-            return built
-        if built.world_size <= 1 and built.num_devices <= 1:
-            return built
-        root = built.strategy.root_device
-        params = self.trainer_params
-        self.trainer_params = {
-            **params,
-            "devices": [root.index or 0] if root.type == "cuda" else 1,
-            "strategy": "auto",
-            "num_nodes": 1,
-        }
-        try:
-            return super()._setup_trainer(None, model, verbose, epochs)
-        finally:
-            self.trainer_params = params
 
     # -- export -----------------------------------------------------------------------------
     #: The patchers whose decode has no ONNX form, and why (see docs/deployment.md).
