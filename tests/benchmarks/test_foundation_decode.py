@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
@@ -12,16 +9,10 @@ import torch
 from reinpatch_forecast.nn import LearnedPatcher
 from reinpatch_forecast.nn.grid import uniform_starts
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-
 
 @pytest.fixture(scope="module")
-def decode():
-    if str(BENCHMARKS) not in sys.path:
-        sys.path.insert(0, str(BENCHMARKS))
-    import _common
-
-    return _common.import_benchmark("foundation_decode")
+def decode(import_benchmark):
+    return import_benchmark("foundation_decode")
 
 
 def test_a_new_patcher_decodes_the_grid_and_a_scored_one_leaves_it(decode):

@@ -3,21 +3,12 @@ arguments each variant builds, and the report's gaps."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
-
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 @pytest.fixture(scope="module")
-def readout():
-    if str(BENCHMARKS) not in sys.path:
-        sys.path.insert(0, str(BENCHMARKS))
-    import _common
-
-    return _common.import_benchmark("readout")
+def readout(import_benchmark):
+    return import_benchmark("readout")
 
 
 def _record(readout, patcher, variant, test, seed=0, extra=None, grid=None):
