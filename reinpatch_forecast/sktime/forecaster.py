@@ -11,9 +11,11 @@ series: ReinPatch is channel independent, so this is the same model as training 
 multivariate series, and a model pretrained on one panel transfers to series with any number
 of columns.
 
-Over 500 lines for a reason: sktime wants one estimator class, with its whole parameter
-documentation, its tags and its test parameters in place; the pandas <-> darts conversion
-lives in :mod:`._frames`.
+Built by sktime's extension template: only sktime's private extension points are overridden
+(``_fit``, ``_predict``, ``_update``, ``_predict_quantiles``, ``_pretrain``, ``_pretrain_update``,
+``_get_fitted_params``), plus ``_check_X_y`` (see there). Over 500 lines for a reason: sktime
+wants one estimator class, with its whole parameter documentation, its tags and its test
+parameters in place; the pandas <-> darts conversion lives in :mod:`._frames`.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ __all__ = ["ReinPatchForecaster"]
 
 import copy
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 import numpy as np
@@ -185,8 +187,8 @@ class ReinPatchForecaster(BaseForecaster):
     3
     """
 
-    # The forecaster keeps the data it forecasts from and updates on itself (``_cur_y``), so
-    # sktime need not store a copy (which also silences sktime 1.2's remember_data warning).
+    # Own copy of the data (``_cur_y``/``_cur_X``), not sktime's ``_y``/``_X``: with remember_data
+    # on, sktime 1.2 warns (FutureWarning) at every construction, and a user may switch it off.
     _config = {"remember_data": False}
 
     _tags = {
@@ -202,7 +204,7 @@ class ReinPatchForecaster(BaseForecaster):
         "capability:multivariate": True,
         "capability:exogenous": True,
         "capability:insample": False,
-        "capability:pred_int": True,  # set per instance: True only with a likelihood
+        "capability:pred_int": True,  # set per instance (__dynamic_tags__): with a likelihood
         "capability:pred_int:insample": False,
         "capability:missing_values": False,
         "capability:unequal_length": True,
@@ -286,11 +288,13 @@ class ReinPatchForecaster(BaseForecaster):
         self.pl_trainer_kwargs = pl_trainer_kwargs
 
         super().__init__()
-        # sktime sets these only when its remember_data config is on at construction; a user
-        # (or sktime's checks) may switch it on later with set_config.
+        # sktime 1.2 sets these placeholders only with remember_data on at construction, but its
+        # check test__y_remember_data switches it on later and expects them (None) to exist.
         self._y, self._X = None, None
 
-        self.set_tags(**{"capability:pred_int": likelihood is not None})
+    def __dynamic_tags__(self) -> None:
+        """Probabilistic forecasts (``capability:pred_int``) only with a likelihood."""
+        self.set_tags(**{"capability:pred_int": self.likelihood is not None})
 
     def __post_init__(self) -> None:
         """Validate the parameters early, with messages that say what to change."""
@@ -372,6 +376,15 @@ class ReinPatchForecaster(BaseForecaster):
         with quiet_lightning():
             model.fit(series, verbose=False, **(covariates or {}))
 
+    def _train_on(self, instances, X: pd.DataFrame | None, horizon: int, purpose: str, model):
+        """The pipeline of fit, update and pretrain: check ``instances`` (long enough for the
+        lookback plus ``horizon``, complete, finite), then train ``model`` on them and the
+        covariates from ``X``. ``purpose`` is ``"training"`` or ``"pretraining"``."""
+        self._check_data(instances, self.input_chunk_length + horizon, purpose)
+        self._train(model, to_darts([frame for _, frame in instances]),
+                    self._covariates_for(instances, X, purpose))
+        return model
+
     def _covariates_for(self, instances, X: pd.DataFrame | None, what: str,
                         n: int = 0, X_ahead: pd.DataFrame | None = None) -> dict:
         """The darts covariate argument of ``instances``: ``X`` of each instance, once per
@@ -423,32 +436,40 @@ class ReinPatchForecaster(BaseForecaster):
                          f"{name[1:]} (the window the forecast reads)")
             check_finite_values(window.to_numpy(dtype=np.float64), where, window.index)
 
-    def _horizon_of(self, fh: ForecastingHorizon, instances) -> int:
-        """The largest step of ``fh`` over all series; every step must be out of sample."""
-        steps = np.concatenate([steps_and_index(fh, frame)[0] for _, frame in instances])
-        if steps.min() < 1:
+    def _steps_of(self, fh: ForecastingHorizon, instances) -> list:
+        """``(steps ahead, time index)`` of ``fh`` per series; every step must be out of sample."""
+        steps = [steps_and_index(fh, frame) for _, frame in instances]
+        if min(int(ahead.min()) for ahead, _ in steps) < 1:
             raise ValueError(
                 f"ReinPatchForecaster forecasts only out of sample, but fh={list(fh)} contains "
                 "steps at or before the end of a series. Use steps 1, 2, ... after the cutoff."
             )
-        return int(steps.max())
+        return steps
 
-    # -- public entry points: say which columns of y are not numeric, and what to do --------
-    def fit(self, y, X=None, fh=None):
-        with _explaining_non_numeric(y):
-            return super().fit(y, X=X, fh=fh)
+    def _horizon_of(self, fh: ForecastingHorizon, instances) -> int:
+        """The largest step of ``fh`` over all series; every step must be out of sample."""
+        return max(int(ahead.max()) for ahead, _ in self._steps_of(fh, instances))
 
-    def update(self, y, X=None, update_params=True):
-        with _explaining_non_numeric(y):
-            return super().update(y, X=X, update_params=update_params)
+    @staticmethod
+    def _check_reach(steps: int, limit: int, pretrained: bool) -> None:
+        """Raise a ValueError if ``fh`` reaches beyond the ``limit`` steps the network (the
+        pretrained one, or the fitted one) forecasts."""
+        if steps > limit:
+            network, given, fix = (
+                ("pretrained network", "pretrain", "pretrain a new forecaster") if pretrained
+                else ("network", "fit or pretrain", "fit again")
+            )
+            raise ValueError(
+                f"fh reaches {steps} steps ahead, but the {network} forecasts {limit} steps (the "
+                f"largest fh step given to {given}). Use fh steps up to {limit}, or {fix} with a "
+                "longer fh."
+            )
 
-    def pretrain(self, y, X=None, fh=None):
-        with _explaining_non_numeric(y):
-            return super().pretrain(y, X=X, fh=fh)
-
-    fit.__doc__ = BaseForecaster.fit.__doc__
-    update.__doc__ = BaseForecaster.update.__doc__
-    pretrain.__doc__ = BaseForecaster.pretrain.__doc__
+    # sktime rejects a non-numeric y in here, before any extension point sees it: the one place
+    # to say which columns and what to do (for fit, update, pretrain, fit_predict, ...).
+    def _check_X_y(self, X=None, y=None, **kwargs):
+        with _explaining_non_numeric(y) if y is not None else nullcontext():
+            return super()._check_X_y(X=X, y=y, **kwargs)
 
     # -- fit / predict -------------------------------------------------------------------------
     def _fit(self, y: pd.DataFrame, X: pd.DataFrame | None = None, fh=None):
@@ -471,21 +492,12 @@ class ReinPatchForecaster(BaseForecaster):
         instances = split_instances(y)
         horizon = self._horizon_of(fh, instances)
         if hasattr(self, "pretrained_model_"):
-            if horizon > self.pretrain_horizon_:
-                raise ValueError(
-                    f"fh reaches {horizon} steps ahead, but the pretrained network forecasts "
-                    f"{self.pretrain_horizon_} steps (the largest fh step given to pretrain). "
-                    f"Use fh steps up to {self.pretrain_horizon_}, or pretrain again with a "
-                    "longer fh."
-                )
+            self._check_reach(horizon, self.pretrain_horizon_, pretrained=True)
             model = copy.deepcopy(self.pretrained_model_).model
             horizon = self.pretrain_horizon_
         else:
             model = self._build_model(horizon)
-        self._check_data(instances, self.input_chunk_length + horizon, "training")
-        self._train(model, to_darts([frame for _, frame in instances]),
-                    self._covariates_for(instances, X, "training"))
-        self.model_ = _TrainedModel(model)
+        self.model_ = _TrainedModel(self._train_on(instances, X, horizon, "training", model))
         self.horizon_ = horizon
         self._sampling_seed = self._seed()
         return self
@@ -513,29 +525,18 @@ class ReinPatchForecaster(BaseForecaster):
         if self._cur_X is not None and X is not None:
             self._cur_X = update_data(self._cur_X, X)
         if update_params:
-            instances = split_instances(self._cur_y)
-            self._check_data(instances, self.input_chunk_length + self.horizon_, "training")
-            self._train(self.model_.model, to_darts([frame for _, frame in instances]),
-                        self._covariates_for(instances, self._cur_X, "training"))
+            self._train_on(split_instances(self._cur_y), self._cur_X, self.horizon_, "training",
+                           self.model_.model)
         return self
 
     def _forecast_plan(self, fh: ForecastingHorizon):
         """The series to predict from, their steps and time indices, and the steps to predict."""
         instances = split_instances(self._cur_y)
         self._check_data(instances, self.input_chunk_length, "forecasting")
-        plans = [(key, frame, *steps_and_index(fh, frame)) for key, frame in instances]
+        plans = [(key, frame, *steps) for (key, frame), steps
+                 in zip(instances, self._steps_of(fh, instances))]
         n = max(int(steps.max()) for _, _, steps, _ in plans)
-        if min(int(steps.min()) for _, _, steps, _ in plans) < 1:
-            raise ValueError(
-                f"ReinPatchForecaster forecasts only out of sample, but fh={list(fh)} contains "
-                "steps at or before the end of a series."
-            )
-        if n > self.horizon_:
-            raise ValueError(
-                f"fh reaches {n} steps ahead, but the network was trained to forecast "
-                f"{self.horizon_} steps (the largest fh step in fit or pretrain). "
-                "Fit again with the longer fh."
-            )
+        self._check_reach(n, self.horizon_, pretrained=False)
         return plans, n
 
     def _darts_predict(self, n: int, plans, X: pd.DataFrame | None, **kwargs) -> list:
@@ -663,11 +664,9 @@ class ReinPatchForecaster(BaseForecaster):
             )
         instances = split_instances(y)
         horizon = self._pretrain_horizon(fh, y, instances)
-        self._check_data(instances, self.input_chunk_length + horizon, "pretraining")
         model = self._build_model(horizon)
-        self._train(model, to_darts([frame for _, frame in instances]),
-                    self._covariates_for(instances, X, "pretraining"))
-        self.pretrained_model_ = _TrainedModel(model)
+        self.pretrained_model_ = _TrainedModel(
+            self._train_on(instances, X, horizon, "pretraining", model))
         self.pretrain_horizon_ = horizon
         self.n_pretrain_instances_ = len(instances)
         return self
@@ -678,18 +677,11 @@ class ReinPatchForecaster(BaseForecaster):
             return self._pretrain(y=y, X=X, fh=fh)
         instances = split_instances(y)
         if fh is not None:
-            horizon = self._pretrain_horizon(fh, y, instances)
-            if horizon > self.pretrain_horizon_:
-                raise ValueError(
-                    f"fh reaches {horizon} steps ahead, but the pretrained network forecasts "
-                    f"{self.pretrain_horizon_} steps. Pretrain a new forecaster for a longer "
-                    "horizon."
-                )
-        self._check_data(instances, self.input_chunk_length + self.pretrain_horizon_, "pretraining")
+            self._check_reach(self._pretrain_horizon(fh, y, instances), self.pretrain_horizon_,
+                              pretrained=True)
         model = copy.deepcopy(self.pretrained_model_).model
-        self._train(model, to_darts([frame for _, frame in instances]),
-                    self._covariates_for(instances, X, "pretraining"))
-        self.pretrained_model_ = _TrainedModel(model)
+        self.pretrained_model_ = _TrainedModel(
+            self._train_on(instances, X, self.pretrain_horizon_, "pretraining", model))
         self.n_pretrain_instances_ += len(instances)
         return self
 
