@@ -79,6 +79,22 @@ V1_NAMES = {
     "learned_l2": f"learned v1 (topk) L2 (R={LEVEL2_RATES[0]},{LEVEL2_RATES[1]})",
 }
 POLICY_SUFFIX = {"density": "", "offset": " [offset]", "topk": " [topk] (v1 ablation)"}
+#: The backbones a ReinPatch row can run on: the package's default (the ``copy`` readout with
+#: the per-step skip) and the flatten head over token slots, which every run before the
+#: time-aligned readout used and whose key therefore carries no readout.
+BACKBONES: dict[str, dict[str, Any]] = {"copy+skip": {"readout": "copy", "skip": True},
+                                        "flatten": {}}
+DEFAULT_BACKBONE = "copy+skip"
+#: Suffix of the rows run on the flatten head (kept as an ablation of the backbone).
+FLATTEN_SUFFIX = " [flatten head]"
+#: Model families built on ReinPatch's backbone (their key names the backbone).
+REINPATCH_FAMILIES = LEARNED_FAMILIES + ("uniform", "uniform_l2", "random", "volatility")
+#: Learned-row settings that differ from the package's defaults (``learned_settings``).
+LEARNED_EXTRA = ("kl", "patcher_lr", "sample_weight", "warmup", "kl_schedule", "sigma", "knots",
+                 "budget")
+#: Other benchmarks whose cached runs are LTSF runs of this harness (same ``RunSpec`` keys,
+#: same fitting and scoring): their runs of the table's configurations are reported here too.
+SHARED_CACHES = ("readout_runs.jsonl",)
 
 #: Batch size of the LTSF-Linear test loader whose last incomplete batch was dropped.
 REPEAT_DROP_LAST = 32
@@ -138,8 +154,29 @@ class RunSpec:
 
 
 def load_cache(path: Path = CACHE) -> dict[str, dict]:
-    """The cached runs by key (a later line of the same key wins)."""
-    return {record["key"]: record for record in load_jsonl(path)}
+    """The cached runs by key (a later line of the same key wins), with the table's runs found
+    in ``SHARED_CACHES`` beside it (a run of this cache wins over theirs)."""
+    runs: dict[str, dict] = {}
+    for name in SHARED_CACHES:
+        runs.update({record["key"]: record for record in load_jsonl(path.parent / name)
+                     if is_table_run(record)})
+    runs.update({record["key"]: record for record in load_jsonl(path)})
+    return runs
+
+
+def is_table_run(record: dict) -> bool:
+    """Whether a run is one this table plans: an LTSF dataset at lookback 96, a ReinPatch row
+    on one of ``BACKBONES`` with the learned rows' default settings."""
+    spec = record["spec"]
+    params = spec["params"]
+    if spec["dataset"] not in PROFILES["full"]["datasets"] or spec["lookback"] != 96:
+        return False
+    if spec["model"] not in REINPATCH_FAMILIES:
+        return True
+    backbone = {k: params[k] for k in ("readout", "skip") if k in params}
+    return (backbone in BACKBONES.values() and not any(k in params for k in LEARNED_EXTRA)
+            and params.get("G", DEFAULT_GROUP) == DEFAULT_GROUP
+            and params.get("R", 8) in UNIFORM_SIZES + (list(LEVEL2_RATES),))
 
 
 def append_cache(record: dict, path: Path = CACHE) -> None:
@@ -321,9 +358,13 @@ def plan(datasets: list[str], horizons: list[int], models: list[str], lookback: 
          settings: dict[str, Any], policies: tuple[str, ...] | list[str] = (DEFAULT_POLICY,),
          learned_extra: dict[str, Any] | None = None,
          seeds: list[int] | None = None,
-         uniform_sizes: tuple[int, ...] | list[int] = UNIFORM_SIZES) -> list[RunSpec]:
+         uniform_sizes: tuple[int, ...] | list[int] = UNIFORM_SIZES,
+         learned_sizes: tuple[int, ...] | list[int] = (8,),
+         backbone: str = DEFAULT_BACKBONE) -> list[RunSpec]:
     """Every run of the table, cell by cell (dataset, horizon), seed by seed, in the order of
-    ``models``; ``seeds`` (default: the seed in ``settings``) replace the settings' seed."""
+    ``models``; ``seeds`` (default: the seed in ``settings``) replace the settings' seed.
+    ReinPatch rows run on ``backbone`` (a name of ``BACKBONES``); the learned rows at every
+    patch size of ``learned_sizes`` (all of ``UNIFORM_SIZES``: the ``learned tuned`` row)."""
     seeds = seeds if seeds is not None else [settings.get("seed", 0)]
     specs = []
     for dataset in datasets:
@@ -332,16 +373,21 @@ def plan(datasets: list[str], horizons: list[int], models: list[str], lookback: 
                 seeded = {**settings, "seed": seed} if settings else settings
                 for model in models:
                     specs += _family_runs(dataset, horizon, model, lookback, seeded, policies,
-                                          learned_extra, uniform_sizes)
+                                          learned_extra, uniform_sizes, learned_sizes,
+                                          BACKBONES[backbone])
     return specs
 
 
 def _family_runs(dataset: str, horizon: int, model: str, lookback: int,
                  settings: dict[str, Any], policies=(DEFAULT_POLICY,),
                  learned_extra: dict[str, Any] | None = None,
-                 uniform_sizes=UNIFORM_SIZES) -> list[RunSpec]:
+                 uniform_sizes=UNIFORM_SIZES, learned_sizes=(8,),
+                 backbone: dict[str, Any] | None = None) -> list[RunSpec]:
+    on_backbone = backbone if model in REINPATCH_FAMILIES else {}
+
     def run(params: dict[str, Any]) -> RunSpec:
-        return RunSpec(dataset, horizon, model, params, lookback, settings)
+        return RunSpec(dataset, horizon, model, {**params, **(on_backbone or {})}, lookback,
+                       settings)
 
     extra = dict(learned_extra or {})
     group = extra.pop("G", DEFAULT_GROUP)
@@ -360,9 +406,12 @@ def _family_runs(dataset: str, horizon: int, model: str, lookback: int,
         return [run({"R": 8, "patcher": PRETRAINED_SHA256[:10]})]
     if model == "learned_init":  # the shipped patcher's own policy
         return [run({"R": 8, "G": group, "patcher": PRETRAINED_SHA256[:10], **extra})]
-    if model in ("learned", "learned_l2"):
-        rate = list(LEVEL2_RATES) if model == "learned_l2" else 8
-        return [run({"R": rate, "G": group, "policy": policy, **extra}) for policy in policies]
+    if model == "learned_l2":
+        return [run({"R": list(LEVEL2_RATES), "G": group, "policy": policy, **extra})
+                for policy in policies]
+    if model == "learned":
+        return [run({"R": rate, "G": group, "policy": policy, **extra})
+                for rate in learned_sizes for policy in policies]
     return [run({})]
 
 
@@ -949,6 +998,12 @@ def main(argv: list[str] | None = None) -> None:
     add_learned_arguments(parser)
     parser.add_argument("--uniform-sizes", nargs="+", type=int, default=list(UNIFORM_SIZES),
                         help="patch sizes R of the uniform rows (default: the tuning grid)")
+    parser.add_argument("--learned-sizes", nargs="+", type=int, default=[8],
+                        help="patch sizes R of the learned rows (the tuning grid "
+                             f"{' '.join(map(str, UNIFORM_SIZES))}: the 'learned tuned' row)")
+    parser.add_argument("--backbone", choices=sorted(BACKBONES), default=DEFAULT_BACKBONE,
+                        help="backbone of the ReinPatch rows: the default readout, or the "
+                             "flatten head (ablation)")
     parser.add_argument("--report-only", action="store_true")
     parser.add_argument("--out-dir", type=Path, default=RESULTS,
                         help="folder of the run cache and the report")
@@ -963,7 +1018,7 @@ def main(argv: list[str] | None = None) -> None:
         horizons = args.horizons or PROFILES[args.profile]["horizons"]
         for spec in plan(datasets, horizons, args.models, args.lookback, settings,
                          args.policy, learned_settings(args), args.seeds,
-                         args.uniform_sizes):
+                         args.uniform_sizes, args.learned_sizes, args.backbone):
             runs.update(load_cache(cache))  # another process may share the cache
             if spec.key in runs:
                 continue
