@@ -222,11 +222,13 @@ def historical_scores(model, data: CovariateData, split: str, setting: str,
 
 def make_plan(horizons: list[int], settings: list[str], models: list[str], lookback: int,
               training: dict[str, Any], seeds: list[int], dataset: str = "ETTh1",
-              repeat: bool = True) -> list[RunSpec]:
+              repeat: bool = True, backbone: str = "flatten") -> list[RunSpec]:
     """Every run, horizon by horizon and setting by setting: ltsf.py's runs of each family
     (learned with the default policy, uniform R=8, TSMixer at each of ``PEER_LRS``), TiDE at
     each of ``PEER_LRS``, the setting (and the calendar's encoding) in the params; ``repeat``
-    adds the untrained Repeat baseline once per horizon."""
+    adds the untrained Repeat baseline once per horizon. The ReinPatch rows run on ``backbone``
+    (a name of ltsf.py's ``BACKBONES``): this table's rows are the flatten head's, so that is
+    the default here and its cached runs stay this table's runs."""
     specs = []
     for horizon in horizons:
         if repeat:
@@ -244,7 +246,7 @@ def make_plan(horizons: list[int], settings: list[str], models: list[str], lookb
                                          seeded) for lr in PEER_LRS]
                     else:
                         found = plan([dataset], [horizon], [model], lookback, seeded,
-                                     seeds=[seed], uniform_sizes=(8,))
+                                     seeds=[seed], uniform_sizes=(8,), backbone=backbone)
                     specs += [replace(s, params={**s.params, **extra}) for s in found]
     return specs
 

@@ -55,7 +55,9 @@ def test_plan_expands_uniform_sizes_and_policies(ltsf):
         None, ltsf.REPEAT_DROP_LAST}
     assert {s.params.get("R") for s in specs if s.model == "uniform"} == set(ltsf.UNIFORM_SIZES)
     learned = [s.params for s in specs if s.model == "learned" and s.horizon == 96]
-    assert learned == [{"R": 8, "G": 4, "policy": p} for p in ("offset", "density", "topk")]
+    backbone = ltsf.BACKBONES[ltsf.DEFAULT_BACKBONE]
+    assert learned == [{"R": 8, "G": 4, "policy": p, **backbone}
+                       for p in ("offset", "density", "topk")]
 
 
 def test_seeds_give_new_keys_and_seed_zero_keeps_the_old_one(ltsf):
@@ -63,7 +65,9 @@ def test_seeds_give_new_keys_and_seed_zero_keeps_the_old_one(ltsf):
     specs = ltsf.plan(["ETTh1"], [96], ["uniform"], 96, settings, seeds=[0, 1, 2])
     assert len(specs) == 3 * len(ltsf.UNIFORM_SIZES)
     assert len({s.key for s in specs}) == len(specs)
-    old = ltsf.RunSpec("ETTh1", 96, "uniform", {"R": 4}, 96, settings)  # cached before --seeds
+    # cached before --seeds
+    old = ltsf.RunSpec("ETTh1", 96, "uniform", {"R": 4, **ltsf.BACKBONES[ltsf.DEFAULT_BACKBONE]},
+                       96, settings)
     assert old.key in {s.key for s in specs}
 
 

@@ -26,7 +26,7 @@ def test_flatten_runs_share_the_ltsf_keys_and_the_others_name_their_readout(read
     ltsf = readout.ltsf
     flatten = ltsf.RunSpec("ETTh1", 96, "learned", readout.run_params("learned", 8, "flatten"),
                            96, {"seed": 0})
-    from_ltsf = ltsf.plan(["ETTh1"], [96], ["learned"], 96, {"seed": 0})[0]
+    from_ltsf = ltsf.plan(["ETTh1"], [96], ["learned"], 96, {"seed": 0}, backbone="flatten")[0]
     assert flatten.key == from_ltsf.key
     assert readout.run_params("uniform", 8, "copy+skip") == {"R": 8, "readout": "copy",
                                                              "skip": True}
