@@ -28,6 +28,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -437,7 +438,7 @@ def display_name(record: dict) -> str:
     spec = record["spec"]
     model, params = spec["model"], spec["params"]
     if model == "uniform":
-        return f"uniform R={params['R']}"
+        return f"uniform R={params['R']}{backbone_suffix(params, model)}"
     if model == "repeat" and params.get("drop_last"):
         return f"repeat (test truncated: drop_last={params['drop_last']})"
     if is_v1(record):
@@ -461,9 +462,36 @@ def display_name(record: dict) -> str:
             name += f" [G={params['G']}]"
         if "kl" in params:
             name += f" [kl_coef {params['kl']:g}]"
+        if model == "learned" and params.get("R", 8) != 8:
+            name = name.replace("learned", f"learned R={params['R']}", 1)
+        name += backbone_suffix(params, model)
     if "patcher_lr" in params:
         name += f" [patcher_lr {params['patcher_lr']:g}]"
     return name
+
+
+def backbone_suffix(params: dict[str, Any], model: str) -> str:
+    """``FLATTEN_SUFFIX`` for a ReinPatch row run on the flatten head (its params name no
+    readout), nothing for the default backbone and the other models."""
+    return FLATTEN_SUFFIX if model in REINPATCH_FAMILIES and "readout" not in params else ""
+
+
+#: Names of the rows a ``tuned`` row picks from, by their patch size (``uniform R=16``,
+#: ``learned R=16 [flatten head]``, ``learned`` for R=8); group 1 is the family, 2 the size.
+PER_SIZE_NAME = re.compile(r"^(uniform|learned) R=(\d+)(.*)$")
+
+
+def _tuned_candidate(row: dict) -> tuple[str, int, str] | None:
+    """(family, R, suffix) of a per-size uniform or default learned row that a tuned row picks
+    from, or ``None``."""
+    if row["v1"] or row["family"] not in ("uniform", "learned"):
+        return None
+    found = PER_SIZE_NAME.match(row["model"])
+    if found:
+        return found.group(1), int(found.group(2)), found.group(3)
+    if row["model"] in ("learned", "learned" + FLATTEN_SUFFIX):
+        return "learned", 8, row["model"][len("learned"):]
+    return None
 
 
 def protocol(settings: dict[str, Any] | None) -> str:
@@ -562,25 +590,27 @@ def rows_for_report(runs: dict[str, dict], settings: dict[str, Any] | None = Non
                         v1=is_v1(group[0]), **_aggregate(group))
 
         peers: dict[tuple, list[tuple[float, list[dict]]]] = {}
-        uniform: dict[str, list[tuple[int, dict]]] = {}
+        # per (family, backbone suffix, protocol): the rows at each patch size
+        sized: dict[tuple[str, str, str], list[tuple[int, dict]]] = {}
         for (name, protocol_key), group in sorted(groups.items(), key=lambda item: str(item[0])):
             if isinstance(name, tuple):  # a peer at one learning rate
                 peers.setdefault((name[0], protocol_key), []).append((name[1], group))
                 continue
             rows.append(row(name, group))
-            if group[0]["spec"]["model"] == "uniform":
-                uniform.setdefault(protocol_key, []).append(
-                    (group[0]["spec"]["params"]["R"], rows[-1]))
+            candidate = _tuned_candidate(rows[-1])
+            if candidate is not None:
+                family, rate, suffix = candidate
+                sized.setdefault((family, suffix, protocol_key), []).append((rate, rows[-1]))
         for (peer, _), tried in sorted(peers.items()):
             scored = [(row(peer, group), lr) for lr, group in tried]
             best, lr = min(scored, key=lambda item: item[0]["val_mse"])
             tuned = len(tried) == len(PEER_LRS)
             best["model"] = f"{peer} (lr={lr:g})" if tuned else f"{peer} (lr={lr:g}, untuned)"
             rows.append(best)
-        for sizes in uniform.values():
-            if len(sizes) == len(UNIFORM_SIZES):
+        for (family, suffix, _), sizes in sorted(sized.items(), key=str):
+            if sorted(rate for rate, _ in sizes) == sorted(UNIFORM_SIZES):
                 rate, best = min(sizes, key=lambda item: item[1]["val_mse"])
-                rows.append({**best, "model": f"uniform tuned (R={rate})"})
+                rows.append({**best, "model": f"{family} tuned (R={rate}){suffix}"})
     return rows
 
 
@@ -669,11 +699,15 @@ def _is_learned_row(row: dict) -> bool:
     return row["family"] in LEARNED_FAMILIES
 
 
+#: A tuned row's name, whose `` (R=..)`` names what it picked on validation.
+TUNED_NAME = re.compile(r"^(uniform|learned) tuned \(R=\d+\)")
+
+
 def glance_name(row: dict) -> str:
     """The name a row is summarised under: a darts peer or tuned uniform whatever it picked on
     validation in each cell (``dlinear``, ``uniform tuned``), any other row by its model."""
-    if row["model"].startswith("uniform tuned"):
-        return "uniform tuned"
+    if TUNED_NAME.match(row["model"]):
+        return TUNED_NAME.sub(r"\1 tuned", row["model"])
     if row["family"] in PEERS:
         return row["family"]
     return row["model"]
@@ -704,6 +738,29 @@ def _published_average(source: str, dataset: str, horizons: set) -> float | None
     return float(np.mean([values[h] for h in sorted(horizons)]))
 
 
+#: The horizon every trained row runs with several seeds.
+GLANCE_HORIZON = 96
+
+
+def _horizon_table(rows: list[dict], datasets: list[str], horizon: int) -> list[str]:
+    """Test MSE at one horizon per dataset and summarised row (mean ± std over seeds; in
+    brackets what a tuned row or peer picked on validation); per-size rows but R=8 left out."""
+    cells: dict[str, dict[str, str]] = {}
+    for row in rows:
+        per_size = PER_SIZE_NAME.match(row["model"])
+        if row["horizon"] != horizon or (per_size and per_size.group(2) != "8"):
+            continue
+        name = glance_name(row)
+        cells.setdefault(name, {})[row["dataset"]] = _with_choice(row, name)
+    lines = [f"Test MSE at H={horizon} (mean ± std over seeds; in brackets the patch size or "
+             "learning rate picked on validation):", "",
+             "| model | " + " | ".join(datasets) + " |", "|---|" + "---|" * len(datasets)]
+    for name in sorted(cells):
+        lines.append(f"| {name} | " + " | ".join(cells[name].get(d, "–") for d in datasets)
+                     + " |")
+    return lines
+
+
 def _at_a_glance(rows: list[dict], horizons_of: dict[str, set]) -> list[str]:
     """Average test MSE per dataset and model, win counts of the learned rows, the targets."""
     datasets = sorted(horizons_of)
@@ -726,10 +783,11 @@ def _at_a_glance(rows: list[dict], horizons_of: dict[str, set]) -> list[str]:
         values = [_published_average(source, d, horizons_of[d]) for d in datasets]
         lines.append(f"| *{source}* | " + " | ".join(
             "–" if v is None else f"*{v:.4f}*" for v in values) + " |")
+    lines += [""] + _horizon_table(rows, datasets, GLANCE_HORIZON)
 
     references = ["uniform R=8", "uniform tuned", "foundation (zero-shot)", *PEERS, "repeat"]
     references = [name for name in references if _cells(rows, name)]
-    learned = sorted({r["model"] for r in rows if _is_learned_row(r) and not r["v1"]})
+    learned = sorted({glance_name(r) for r in rows if _is_learned_row(r) and not r["v1"]})
     lines += ["", "Wins of the learned rows per cell (lower mean test MSE; ties count as "
               "losses), per dataset in brackets (first-version rows: in the tables below):", "",
               "| model | " + " | ".join(f"vs {name}" for name in references) + " |",
@@ -740,56 +798,80 @@ def _at_a_glance(rows: list[dict], horizons_of: dict[str, set]) -> list[str]:
             "–" if name == model else _wins(cells, _cells(rows, name))
             for name in references) + " |")
 
-    lines += ["", "**Targets of the whole table** (the default learned row, averages over "
-              "the horizons of a dataset):", ""]
-    if "learned" not in averages:
-        lines.append("- no dataset with every horizon of the default learned row yet.")
-    else:
-        lines += _table_targets(averages, horizons_of)
-    lines += ["", "**Policy-v2 targets** (learned against uniform R=8 with the same backbone and "
-              "budget: average test MSE not above uniform R=8 on each dataset; no cell worse than "
-              "uniform R=8 by more than 1 %):", ""]
-    uniform8 = _cells(rows, "uniform R=8")
+    lines += ["", "**Targets** (the default backbone; a dataset's average is over the horizons "
+              "both rows have, named where not all four):", "",
+              verdict_tuned(_cells(rows, "learned tuned"), _cells(rows, "uniform tuned")),
+              verdict_equal_r(_cells(rows, "learned"), _cells(rows, "uniform R=8"))]
+    lines += ["", "**Each learned row against uniform R=8 on its backbone** (average test MSE "
+              "not above uniform R=8 on each dataset; no cell worse by more than 1 %):", ""]
     targets = [m for m in learned
-               if any(r["model"] == m and r["family"] == "learned" and not r["v1"]
-                      for r in rows)]
+               if any(r["model"] == m and r["family"] == "learned" for r in rows)
+               and not PER_SIZE_NAME.match(m)]
     if not targets:
-        lines.append("- no runs of the v2 learned rows yet.")
+        lines.append("- no runs of the learned rows yet.")
     for model in targets:
-        lines.append(f"- {_targets(model, _cells(rows, model), uniform8)}")
+        suffix = FLATTEN_SUFFIX if model.endswith(FLATTEN_SUFFIX) else ""
+        reference = _cells(rows, "uniform R=8" + suffix)
+        lines.append(f"- {_targets(model, _cells(rows, model), reference)}")
     lines.append("")
     return lines
 
 
-def _table_targets(averages: dict[str, dict[str, float]],
-                   horizons_of: dict[str, set]) -> list[str]:
-    """The three targets of issue 16 for the default learned row, met or not, with the
-    datasets that could be judged (those where both sides have every horizon)."""
-    learned = averages["learned"]
+def dataset_averages(ours: dict[tuple[str, int], float], theirs: dict[tuple[str, int], float]
+                     ) -> dict[str, tuple[float, float, list[int]]]:
+    """Per dataset: the mean test MSE of both sides over the horizons both have, and those
+    horizons."""
+    common = sorted(set(ours) & set(theirs))
+    averages = {}
+    for dataset in sorted({d for d, _ in common}):
+        horizons = [h for d, h in common if d == dataset]
+        averages[dataset] = (float(np.mean([ours[(dataset, h)] for h in horizons])),
+                             float(np.mean([theirs[(dataset, h)] for h in horizons])), horizons)
+    return averages
 
-    def count(reference: dict[str, float], needed: int, what: str) -> str:
-        judged = sorted(d for d in learned if d in reference)
-        met = [d for d in judged if learned[d] <= reference[d]]
-        detail = "; ".join(f"{d} {learned[d]:.4f} vs {reference[d]:.4f}" for d in judged)
-        verdict = ("met" if len(met) >= needed else
-                   "not met yet" if len(met) + len(PROFILES["full"]["datasets"]) - len(judged)
-                   >= needed else "NOT met")
-        return (f"- at or below {what} on at least {needed} of 5 datasets: **{verdict}** — "
-                f"{len(met)} of {len(judged)} judged ({detail or 'none'}).")
 
-    published = {d: _published_average(PATCHTST, d, horizons_of[d]) for d in learned}
-    lines = [count(averages.get("uniform tuned", {}), 3, "tuned uniform"),
-             count({d: v for d, v in published.items() if v is not None}, 3,
-                   "PatchTST@96's published average (reduced budget against full training)")]
-    uniform8 = averages.get("uniform R=8", {})
-    judged = sorted(d for d in learned if d in uniform8)
-    excess = {d: learned[d] / uniform8[d] - 1 for d in judged}
-    over = [d for d in judged if excess[d] > 0.02]
-    detail = "; ".join(f"{d} {100 * excess[d]:+.1f} %" for d in judged)
-    verdict = "NOT met" if over else ("met" if len(judged) == 5 else "met so far")
-    lines.append(f"- no dataset where learned is worse than uniform R=8 by more than 2 % on "
-                 f"average: **{verdict}** — {len(judged)} judged ({detail or 'none'}).")
-    return lines
+def _averages_detail(averages: dict[str, tuple[float, float, list[int]]]) -> str:
+    parts = []
+    for dataset, (ours, theirs, horizons) in averages.items():
+        where = "" if len(horizons) == 4 else " at H=" + ",".join(str(h) for h in horizons)
+        parts.append(f"{dataset} {ours:.4f} vs {theirs:.4f}{where}")
+    return "; ".join(parts) or "none"
+
+
+def verdict_tuned(learned_tuned: dict[tuple[str, int], float],
+                  uniform_tuned: dict[tuple[str, int], float], needed: int = 3,
+                  n_datasets: int = 5) -> str:
+    """Target a (tuned against tuned): learned with R picked on validation at or below uniform
+    with R picked on validation on at least ``needed`` of ``n_datasets`` dataset averages;
+    ``not met yet`` while the datasets not judged could still meet it."""
+    averages = dataset_averages(learned_tuned, uniform_tuned)
+    met = [d for d, (ours, theirs, _) in averages.items() if ours <= theirs]
+    undecided = n_datasets - len(averages)
+    verdict = ("met" if len(met) >= needed else
+               "not met yet" if len(met) + undecided >= needed else "NOT met")
+    return (f"- a. tuned against tuned: learned (tuned R) at or below uniform (tuned R) on at "
+            f"least {needed} of {n_datasets} dataset averages: **{verdict}** — {len(met)} of "
+            f"{len(averages)} judged ({_averages_detail(averages)}).")
+
+
+def verdict_equal_r(learned: dict[tuple[str, int], float], uniform8: dict[tuple[str, int], float],
+                    n_datasets: int = 5, tolerance: float = 0.01) -> str:
+    """Target b (equal R): learned at or below uniform R=8 on every dataset average and no
+    cell worse than uniform R=8 by more than ``tolerance``; ``met so far`` while datasets are
+    missing."""
+    averages = dataset_averages(learned, uniform8)
+    if not averages:
+        return "- b. equal R: no cell with both learned and uniform R=8 yet."
+    worse = [d for d, (ours, theirs, _) in averages.items() if ours > theirs]
+    ratios = {c: learned[c] / uniform8[c] - 1 for c in set(learned) & set(uniform8)}
+    worst = max(sorted(ratios), key=ratios.get)
+    verdict = ("NOT met" if worse or ratios[worst] > tolerance else
+               "met" if len(averages) == n_datasets else "met so far")
+    return (f"- b. equal R: learned at or below uniform R=8 on every dataset average, no cell "
+            f"more than {100 * tolerance:g} % worse: **{verdict}** — {len(averages)} of "
+            f"{n_datasets} datasets judged ({_averages_detail(averages)}); above on "
+            f"{', '.join(worse) or 'none'}; worst cell {worst[0]} H={worst[1]} "
+            f"{100 * ratios[worst]:+.1f} %.")
 
 
 def _full_protocol(rows: list[dict], full_rows: list[dict]) -> list[str]:
@@ -822,7 +904,11 @@ def _full_protocol(rows: list[dict], full_rows: list[dict]) -> list[str]:
 def _with_choice(row: dict, name: str) -> str:
     """The row's test MSE, with what it picked on validation in brackets when its model name
     says more than its summary ``name`` (``uniform tuned (R=4)`` -> ``0.4697 [R=4]``)."""
-    picked = row["model"].partition(" (")[2].rstrip(")") if name != row["model"] else ""
+    tuned = TUNED_NAME.match(row["model"])
+    if tuned:
+        picked = tuned.group(0).partition(" (")[2].rstrip(")")
+    else:
+        picked = row["model"].partition(" (")[2].rstrip(")") if name != row["model"] else ""
     return _mse(row) + (f" [{picked}]" if picked else "")
 
 
@@ -870,17 +956,21 @@ def _summary(rows: list[dict], dataset: str, horizons: list[int]) -> list[str]:
     """Test MSE pivot (model x horizon) with the average over horizons, published rows below.
 
     Only models with every horizon of the dataset get an average; the best value of each
-    column is in bold. Per-size uniform rows stay in the detail table (the tuned row is here),
-    except R=8, the learned rows' budget.
+    column is in bold. Per-size uniform and learned rows stay in the detail table (the tuned
+    rows are here), except R=8, the default budget.
     """
     table: dict[str, dict[int, dict]] = {}
     chosen: dict[tuple[str, int], str] = {}  # the value picked on validation, per cell
     for row in rows:
-        if (row["dataset"] != dataset
-                or (row["model"].startswith("uniform R=") and row["model"] != "uniform R=8")):
+        per_size = PER_SIZE_NAME.match(row["model"])
+        if row["dataset"] != dataset or (per_size and per_size.group(2) != "8"):
             continue
         name = row["model"]
-        if name.startswith("uniform tuned") or name.split(" ")[0] in PEERS:
+        tuned = TUNED_NAME.match(name)
+        if tuned:
+            name = glance_name(row)
+            chosen[(name, row["horizon"])] = tuned.group(0).partition(" (")[2].rstrip(")")
+        elif name.split(" ")[0] in PEERS:
             name, _, picked = name.partition(" (")
             chosen[(name, row["horizon"])] = picked.rstrip(")")
         table.setdefault(name, {})[row["horizon"]] = row

@@ -51,17 +51,12 @@ PATCHERS = ("uniform", "volatility", "random", "learned", "foundation")
 def patcher_label(spec: dict[str, Any]) -> str:
     """The row's patcher, with the learned settings that differ from the defaults."""
     params = spec["params"]
-    extra = {k: params[k] for k in LEARNED_EXTRA if k in params}
+    extra = {k: params[k] for k in ltsf.LEARNED_EXTRA if k in params}
     if spec["model"] == "learned" and params.get("G", ltsf.DEFAULT_GROUP) != ltsf.DEFAULT_GROUP:
         extra = {"G": params["G"], **extra}
     if not extra:
         return spec["model"]
     return spec["model"] + " [" + ", ".join(f"{k}={v}" for k, v in extra.items()) + "]"
-
-
-#: Learned-row settings that differ from the package's defaults (``ltsf.learned_settings``).
-LEARNED_EXTRA = ("kl", "patcher_lr", "sample_weight", "warmup", "kl_schedule", "sigma", "knots",
-                 "budget")
 
 
 def run_params(patcher: str, rate: int, variant: str,

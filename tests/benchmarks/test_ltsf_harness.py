@@ -23,7 +23,11 @@ def ltsf():
     return module
 
 
-def _record(ltsf, model, params, val, test, horizon=96, seed=0, commit="abc", dataset="ETTh1"):
+def _record(ltsf, model, params, val, test, horizon=96, seed=0, commit="abc", dataset="ETTh1",
+            backbone=None):
+    """A cached run; a ReinPatch row on ``backbone`` (default: the benchmark's default)."""
+    if model in ltsf.REINPATCH_FAMILIES:
+        params = {**params, **ltsf.BACKBONES[backbone or ltsf.DEFAULT_BACKBONE]}
     spec = ltsf.RunSpec(dataset, horizon, model, params, 96, {**SETTINGS, "seed": seed})
     return {"key": spec.key, "spec": ltsf.asdict(spec), "label": spec.label, "val_mse": val,
             "val_mae": val, "test_mse": test, "test_mae": test, "epochs": 3,
@@ -244,10 +248,7 @@ def _table(ltsf, cells, settings=SETTINGS):
     return records
 
 
-def test_table_targets_judge_averages_against_tuned_uniform_patchtst_and_uniform8(
-        ltsf, tmp_path):
-    # ETTh2: learned below every reference; ETTm2: below PatchTST's published 0.2807 only,
-    # 3 % over uniform R=8 (the tuned choice); weather: below none.
+def test_table_shows_peers_by_family_and_the_published_averages(ltsf, tmp_path):
     cells = {("ETTm2", h): (0.206, 0.2, 0.3, 0.5, 0.1) for h in (96, 192, 336, 720)}
     cells[("ETTh2", 96)] = (0.29, 0.30, 0.31, 0.5, 0.1)
     cells[("weather", 96)] = (0.20, 0.19, 0.19, 0.5, 0.1)
@@ -260,26 +261,75 @@ def test_table_targets_judge_averages_against_tuned_uniform_patchtst_and_uniform
            "*0.2807* | *0.1770* |" in glance
     assert "vs dlinear" in glance and "| learned | 1/6 (ETTh2 1/1, ETTm2 0/4, weather 0/1) |" \
            in glance
-    assert ("at or below tuned uniform on at least 3 of 5 datasets: **not met yet** — "
-            "1 of 3 judged (ETTh2 0.2900 vs 0.3000; ETTm2 0.2060 vs 0.2000; weather 0.2000 vs "
-            "0.1900)") in glance
-    assert ("PatchTST@96's published average (reduced budget against full training) on at "
-            "least 3 of 5 datasets: **not met yet** — 2 of 3 judged") in glance
-    assert ("worse than uniform R=8 by more than 2 % on average: **NOT met** — 3 judged "
-            "(ETTh2 -3.3 %; ETTm2 +3.0 %; weather +5.3 %)") in glance
+    assert "| uniform tuned | 0.3000 [R=8] | 0.2000 [R=8] | 0.1900 [R=8] |" in glance
+    assert ("b. equal R: learned at or below uniform R=8 on every dataset average, no cell "
+            "more than 1 % worse: **NOT met** — 3 of 5 datasets judged (ETTh2 0.2900 vs "
+            "0.3000 at H=96; ETTm2 0.2060 vs 0.2000; weather 0.2000 vs 0.1900 at H=96); above "
+            "on ETTm2, weather; worst cell weather H=96 +5.3 %.") in glance
 
 
-def test_table_targets_met_and_missed_for_good(ltsf, tmp_path):
+def test_verdict_tuned_is_met_not_yet_or_missed_for_good(ltsf):
+    learned = {(d, 96): 0.30 for d in ("ETTh1", "ETTh2", "ETTm1")}
+    uniform = {("ETTh1", 96): 0.31, ("ETTh2", 96): 0.29, ("ETTm1", 96): 0.30}
+    assert "**not met yet** — 2 of 3 judged (ETTh1 0.3000 vs 0.3100 at H=96;" in \
+        ltsf.verdict_tuned(learned, uniform)
+    uniform[("ETTm2", 96)] = learned[("ETTm2", 96)] = 0.2
+    assert "**met** — 3 of 4 judged" in ltsf.verdict_tuned(learned, uniform)
+    worse = {cell: value + 0.1 for cell, value in uniform.items()}
+    assert "**NOT met** — 0 of 4 judged" in ltsf.verdict_tuned(worse, uniform)
+    # five datasets judged, two below: three needed, none left to judge
+    uniform[("weather", 96)], learned[("weather", 96)] = 0.1, 0.2
+    learned[("ETTm2", 96)] = 0.3
+    assert "**NOT met** — 2 of 5 judged" in ltsf.verdict_tuned(learned, uniform)
+
+
+def test_verdict_equal_r_judges_averages_and_every_cell(ltsf):
     datasets = ("ETTh1", "ETTh2", "ETTm1", "ETTm2", "weather")
-    good = {(d, 96): (0.10, 0.101, 0.2, 0.5, 0.6) for d in datasets}
-    ltsf.write_report(_runs(*_table(ltsf, good)), tmp_path, SETTINGS)
-    text = (tmp_path / "ltsf.md").read_text()
-    assert "tuned uniform on at least 3 of 5 datasets: **met** — 5 of 5 judged" in text
-    assert "by more than 2 % on average: **met** — 5 judged" in text
-    bad = {(d, 96): (0.50, 0.40, 0.45, 0.5, 0.6) for d in datasets}
-    ltsf.write_report(_runs(*_table(ltsf, bad)), tmp_path, SETTINGS)
-    text = (tmp_path / "ltsf.md").read_text()
-    assert "tuned uniform on at least 3 of 5 datasets: **NOT met** — 0 of 5 judged" in text
+    uniform8 = {(d, h): 0.4 for d in datasets for h in (96, 192)}
+    equal = dict(uniform8)
+    assert "**met** — 5 of 5 datasets judged" in ltsf.verdict_equal_r(equal, uniform8)
+    assert "**met so far** — 1 of 5" in ltsf.verdict_equal_r(
+        {c: v for c, v in equal.items() if c[0] == "ETTh1"}, uniform8)
+    # the averages are below everywhere, but one cell is 2 % worse
+    one_cell = {c: (0.408 if c == ("ETTm1", 192) else 0.39) for c in uniform8}
+    verdict = ltsf.verdict_equal_r(one_cell, uniform8)
+    assert "**NOT met**" in verdict and "above on none; worst cell ETTm1 H=192 +2.0 %" in verdict
+    # within 1 % in every cell, but above on one dataset's average
+    above = {c: (0.403 if c[0] == "ETTh2" else 0.4) for c in uniform8}
+    assert "**NOT met**" in ltsf.verdict_equal_r(above, uniform8)
+    assert "no cell with both" in ltsf.verdict_equal_r({}, uniform8)
+
+
+def test_learned_tuned_picks_its_patch_size_on_validation_per_backbone(ltsf):
+    records = []
+    # learned R=16 has the best validation MSE, R=4 the best test MSE
+    for r, val, test in [(4, 0.9, 0.30), (8, 0.8, 0.45), (16, 0.7, 0.50), (24, 0.95, 0.41)]:
+        records.append(_record(ltsf, "learned", {**_learned(), "R": r}, val, test))
+        records.append(_record(ltsf, "uniform", {"R": r}, 1.0 - r / 100, 0.4))
+    # the flatten head's learned rows at one size only: no tuned row of their own
+    records.append(_record(ltsf, "learned", _learned(), 0.1, 0.2, backbone="flatten"))
+    rows = ltsf.rows_for_report(_runs(*records))
+    names = {r["model"]: r for r in rows}
+    assert names["learned tuned (R=16)"]["test_mse"] == 0.50
+    assert names["uniform tuned (R=24)"]["test_mse"] == 0.4
+    assert {"learned", "learned R=4", "learned R=16", "learned R=24",
+            "learned [flatten head]"} <= set(names)
+    assert not any(n.startswith("learned tuned") and "flatten" in n for n in names)
+    assert ltsf.glance_name(names["learned tuned (R=16)"]) == "learned tuned"
+    lines = ltsf._summary(rows, "ETTh1", [96])
+    assert any(line.startswith("| learned tuned | 0.5000 [R=16] |") for line in lines)
+    assert not any(line.startswith("| learned R=4 ") for line in lines)
+
+
+def test_flatten_runs_have_their_own_names_and_tuned_row(ltsf):
+    records = [_record(ltsf, "uniform", {"R": r}, 1.0 - r / 100, 0.4, backbone="flatten")
+               for r in ltsf.UNIFORM_SIZES]
+    records.append(_record(ltsf, "uniform", {"R": 8}, 0.5, 0.3))
+    names = {r["model"] for r in ltsf.rows_for_report(_runs(*records))}
+    assert names == {f"uniform R={r} [flatten head]" for r in ltsf.UNIFORM_SIZES} | {
+        "uniform tuned (R=24) [flatten head]", "uniform R=8"}
+    assert ltsf.glance_name({"model": "uniform tuned (R=24) [flatten head]",
+                             "family": "uniform"}) == "uniform tuned [flatten head]"
 
 
 def test_full_protocol_rows_stand_beside_their_reduced_budget_rows(ltsf, tmp_path):
