@@ -1,7 +1,7 @@
 """The benchmarks' evaluation protocol: scores over every stride-1 window of a split, the
 Repeat baseline, and forecasts of a fitted darts model for a batch of windows.
 
-The splits and the train-only scaler are the package's (``reinpatch_forecast.datasets``:
+The splits and the train-only scaler are the package's (``reinpatch_forecast.data``:
 ``prepare_ltsf``, ``sliding_windows``); what is scored on them, and how, is the benchmarks'
 business and lives here. The scripts import this module as ``_protocol`` (see ``_common``).
 
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reinpatch_forecast.datasets import sliding_windows
+from reinpatch_forecast.data import sliding_windows
 
 if TYPE_CHECKING:  # darts is heavy; only the darts forecaster needs it, at call time
     from darts.models.forecasting.torch_forecasting_model import TorchForecastingModel

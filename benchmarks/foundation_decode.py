@@ -27,7 +27,7 @@ from _common import (DEFAULT_DATA, RESULTS, patch_statistics, set_threads,  # no
                      stamp, write_csv, write_markdown)
 from ltsf import load_splits  # noqa: E402
 
-from reinpatch_forecast.foundation import (PRETRAINED_SHA256, load_patcher,  # noqa: E402
+from reinpatch_forecast.patcher_io import (PRETRAINED_SHA256, load_patcher,  # noqa: E402
                                            load_pretrained_patcher)
 from reinpatch_forecast.nn import ReinPatchConfig, ReinPatchNetwork  # noqa: E402
 

@@ -10,7 +10,7 @@ parameters) are not options: the darts model derives them at its first fit and o
 network's own configuration (:class:`~reinpatch_forecast.nn.ReinPatchConfig`) holds them.
 
 Validation lives in one place, :class:`~reinpatch_forecast.nn.ReinPatchConfig`, which
-:func:`network_config` builds from the options.
+:func:`build_network_config` builds from the options.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .nn import LearnedPatcher, ReinPatchConfig
 
 __all__ = ["ModelOptions", "TrainingOptions", "OPTION_CLASSES", "option_names",
-           "options_from", "network_config", "document_options"]
+           "options_from", "build_network_config", "document_options", "PretrainingDefaults",
+           "PRETRAINING", "option_default"]
 
 
 def _option(default: Any, help: str, type_doc: str, flag_help: str | None = None,
@@ -79,7 +80,7 @@ class ModelOptions:
         None, "The learned patcher's boundary policy: ``\"density\"`` (boundaries at the "
         "quantiles of a learned density: resolution moves across the whole window), "
         "``\"offset\"`` (every boundary moves a few steps around the uniform grid) or "
-        "``\"topk\"`` (the first version's policy, an ablation). ``None``: ``\"density\"``, "
+        "``\"topk\"`` (Gumbel-top-k over all positions, an ablation). ``None``: ``\"density\"``, "
         "unless ``patcher`` or ``patcher_init`` gives a pretrained patcher, whose own policy "
         "is used (an explicit policy that differs from it raises a ``ValueError``). See "
         "``docs/choosing_parameters.md``.", "str or None",
@@ -163,6 +164,36 @@ class TrainingOptions:
 OPTION_CLASSES = (ModelOptions, TrainingOptions)
 
 
+@dataclass(frozen=True)
+class PretrainingDefaults:
+    """Defaults of a foundation patcher's pretraining that are not model options: a short
+    forecasting task over many series and a small throwaway backbone. ``pretrain_patcher`` and
+    the command line's ``pretrain-patcher`` both read them; the shipped patcher was trained with
+    them. The patcher's budget (``compression_rate``, ``group_size``, ``kl_coef``) defaults to
+    the model options' (:func:`option_default`)."""
+
+    input_chunk_length: int = 64
+    output_chunk_length: int = 16
+    n_epochs: int = 10
+    batch_size: int = 64
+    max_windows_per_series: int | None = 256
+    d_model: int = 32
+    n_layers: int = 1
+
+
+#: The one instance of :class:`PretrainingDefaults`.
+PRETRAINING = PretrainingDefaults()
+
+
+def option_default(name: str) -> Any:
+    """The default of the model option ``name`` (a field of ``ModelOptions`` or
+    ``TrainingOptions``)."""
+    for f in option_fields():
+        if f.name == name:
+            return _default(f)
+    raise KeyError(f"no model option named {name!r}")
+
+
 def option_names() -> list[str]:
     """Every option's name, in order (the parameters each face must accept)."""
     return [f.name for cls in OPTION_CLASSES for f in fields(cls)]
@@ -179,9 +210,10 @@ def options_from(values: Mapping[str, Any]) -> tuple[ModelOptions, TrainingOptio
                  for cls in OPTION_CLASSES)  # type: ignore[return-value]
 
 
-def network_config(model: ModelOptions, training: TrainingOptions, input_length: int,
-                   output_length: int, policy: str, patcher_name: str,
-                   patcher_sizes: Mapping[str, Any] | None = None) -> "ReinPatchConfig":
+def build_network_config(model: ModelOptions, training: TrainingOptions, input_length: int,
+                         output_length: int, policy: str, patcher_name: str,
+                         given_patcher_config: Mapping[str, Any] | None = None
+                         ) -> "ReinPatchConfig":
     """The network's configuration (which validates every value) from the options.
 
     Parameters
@@ -194,14 +226,15 @@ def network_config(model: ModelOptions, training: TrainingOptions, input_length:
         The resolved policy (``model.policy``, or a given patcher's own, or the default).
     patcher_name
         ``model.patcher`` when it names a patcher, ``"learned"`` for a given patcher.
-    patcher_sizes
-        A given patcher's own configuration (``LearnedPatcher.config()``), whose sizes the
-        network's patcher must have; ``None`` for the defaults.
+    given_patcher_config
+        A given patcher's own configuration (``LearnedPatcher.config()``), whose sizes and
+        policy options the network's patcher must have; ``None`` for the defaults.
     """
     from .nn import ReinPatchConfig
+    from .nn.learned_patcher import DEFAULT_PATCHER_SIZES
     from .nn.patchers import POLICY_OPTIONS
 
-    sizes = dict(patcher_sizes or {})
+    given = {**DEFAULT_PATCHER_SIZES, **(given_patcher_config or {})}
     return ReinPatchConfig(
         input_length=input_length, output_length=output_length,
         compression_rate=model.compression_rate, levels=model.levels, patcher=patcher_name,
@@ -213,10 +246,9 @@ def network_config(model: ModelOptions, training: TrainingOptions, input_length:
         dropout=model.dropout, resample_points=model.resample_points,
         revin_affine=model.revin_affine, readout=model.readout,
         readout_skip=model.readout_skip,
-        patcher_hidden_size=sizes.get("hidden_size", 32),
-        patcher_layers=sizes.get("n_layers", 4),
-        patcher_kernel_size=sizes.get("kernel_size", 3),
-        patcher_options={key: sizes[key] for key in POLICY_OPTIONS if key in sizes} or None,
+        patcher_hidden_size=given["hidden_size"], patcher_layers=given["n_layers"],
+        patcher_kernel_size=given["kernel_size"],
+        patcher_options={key: given[key] for key in POLICY_OPTIONS if key in given} or None,
     )
 
 

@@ -3,8 +3,8 @@
 A patcher is stored as a plain state (format name, version, a JSON-able config and a tensor
 state dict), written with ``torch.save`` and read with ``torch.load(weights_only=True)``, so
 loading never unpickles arbitrary objects. This module sits below the darts face (which stores
-a given patcher in the model) and below :mod:`~reinpatch_forecast.foundation` (which trains
-one), so neither imports the other for it.
+a given patcher in the model) and below :mod:`~reinpatch_forecast.foundation` (which trains one
+through the darts face).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from .errors import ReinPatchFileNotFoundError, ReinPatchInputError, ReinPatchTypeError
 from .nn import PATCHER_NAMES, LearnedPatcher
 
 __all__ = ["PATCHER_FORMAT", "PATCHER_VERSION", "PRETRAINED_SHA256", "patcher_state",
@@ -27,15 +28,14 @@ __all__ = ["PATCHER_FORMAT", "PATCHER_VERSION", "PRETRAINED_SHA256", "patcher_st
 PRETRAINED_SHA256 = "743569ebd15096a923bd344f2236f82c302a6ec7742c68ccb6dbca41081d0641"
 
 PATCHER_FORMAT = "reinpatch-forecast/patcher"
-#: Version 2: the policy-v2 patcher (its config names its policy). Version-1 files hold a
-#: top-k policy with a uniform-prior bonus that no longer exists, so they are refused.
+#: The file format's version; a file of another version is refused with the way to a new one.
 PATCHER_VERSION = 2
 
 
 def patcher_state(patcher: LearnedPatcher) -> dict[str, Any]:
     """The plain state of a learned patcher (tensors and primitives only)."""
     if not isinstance(patcher, LearnedPatcher):
-        raise TypeError(
+        raise ReinPatchTypeError(
             f"Only a LearnedPatcher can be saved or reused, got {type(patcher).__name__}."
         )
     return {
@@ -56,29 +56,24 @@ def patcher_from_state(state: dict[str, Any], source: str = "the patcher state")
         fit its config.
     """
     if not isinstance(state, dict) or state.get("format") != PATCHER_FORMAT:
-        raise ValueError(
+        raise ReinPatchInputError(
             f"{source} is not a reinpatch-forecast patcher (expected format "
-            f"{PATCHER_FORMAT!r}). Save patchers with reinpatch_forecast.foundation.save_patcher."
-        )
-    if state.get("version") == 1:
-        raise ValueError(
-            f"{source} is a version-1 patcher (the first, top-k policy with a uniform prior), "
-            f"which this version of reinpatch-forecast no longer runs: it reads version "
-            f"{PATCHER_VERSION}. Pretrain a new patcher with "
-            "reinpatch_forecast.foundation.pretrain_patcher (or `reinpatch-forecast "
-            "pretrain-patcher`), or use the shipped one (patcher='pretrained')."
+            f"{PATCHER_FORMAT!r}). Save patchers with reinpatch_forecast.patcher_io.save_patcher."
         )
     if state.get("version") != PATCHER_VERSION:
-        raise ValueError(
+        raise ReinPatchInputError(
             f"{source} has patcher format version {state.get('version')!r}; this version of "
-            f"reinpatch-forecast reads version {PATCHER_VERSION}. Re-save it with a matching "
-            "version of the package."
+            f"reinpatch-forecast reads version {PATCHER_VERSION}. Pretrain a new patcher with "
+            "reinpatch_forecast.foundation.pretrain_patcher (or `reinpatch-forecast "
+            "pretrain-patcher`), or use the shipped one (patcher='pretrained')."
         )
     try:
         patcher = LearnedPatcher(**state["config"])
         patcher.load_state_dict(state["state_dict"])
     except (KeyError, TypeError, RuntimeError) as error:
-        raise ValueError(f"{source} is damaged: its weights do not fit its config ({error}).")
+        raise ReinPatchInputError(
+            f"{source} is damaged: its weights do not fit its config ({error})."
+        )
     return patcher
 
 
@@ -99,11 +94,11 @@ def load_patcher(path: str | os.PathLike) -> LearnedPatcher:
     """
     path = os.fspath(path)
     if not os.path.isfile(path):
-        raise FileNotFoundError(f"No patcher file at {path!r}.")
+        raise ReinPatchFileNotFoundError(f"No patcher file at {path!r}.")
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as error:  # torch raises several types for a bad file
-        raise ValueError(
+        raise ReinPatchInputError(
             f"Cannot read the patcher file {path!r}: it is truncated, corrupted or not a "
             f"patcher saved by reinpatch-forecast ({type(error).__name__}: {error})."
         ) from error
@@ -130,12 +125,12 @@ def load_pretrained_patcher() -> LearnedPatcher:
     """
     path = pretrained_patcher_path()
     if not path.is_file():
-        raise FileNotFoundError(
+        raise ReinPatchFileNotFoundError(
             f"The shipped foundation patcher is missing ({path}); reinstall reinpatch-forecast."
         )
     digest = file_sha256(path)
     if digest != PRETRAINED_SHA256:
-        raise ValueError(
+        raise ReinPatchInputError(
             f"The shipped foundation patcher {path} is damaged (SHA-256 {digest}, expected "
             f"{PRETRAINED_SHA256}); reinstall reinpatch-forecast."
         )
@@ -168,7 +163,7 @@ def resolve_patcher_state(value: Any, argument: str) -> dict[str, Any]:
     if isinstance(value, (str, os.PathLike)) and os.path.isfile(value):
         return patcher_state(load_patcher(value))
     names = ", ".join(map(repr, PATCHER_NAMES)) + ", " if argument == "patcher" else ""
-    raise ValueError(
+    raise ReinPatchInputError(
         f"{argument} must be one of {names}'pretrained', a LearnedPatcher or the path of a "
         f"patcher file saved with reinpatch_forecast.foundation.save_patcher; got {value!r}"
         + (" (no such file)." if isinstance(value, (str, os.PathLike)) else ".")

@@ -1,4 +1,4 @@
-"""Tests of reinpatch_forecast.datasets: loading, the standard LTSF split, windows.
+"""Tests of reinpatch_forecast.data: loading, the standard LTSF split, windows.
 
 The tests that need the real datasets read them from ``<repo>/../shared/data`` (passed as
 ``data_dir``; the package itself never looks there) and are skipped when that folder is absent.
@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reinpatch_forecast import datasets as ds
-from reinpatch_forecast.datasets import (
+from reinpatch_forecast import data as ds
+from reinpatch_forecast.data import (
     DATA_DIR_ENV_VAR,
     EVENT_DATASETS,
     LTSF_DATASETS,
@@ -262,14 +262,13 @@ def test_bundled_etth1_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 def test_bundled_etth1_present(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, frames: dict[str, pd.DataFrame]
 ) -> None:
-    (tmp_path / "data").mkdir()
-    shutil.copy(SHARED_DATA / "ETTh1.csv.gz", tmp_path / "data" / "ETTh1.csv.gz")
+    shutil.copy(SHARED_DATA / "ETTh1.csv.gz", tmp_path / "ETTh1.csv.gz")
     monkeypatch.setattr(importlib.resources, "files", lambda package: tmp_path)
     pd.testing.assert_frame_equal(load_bundled_etth1(), frames["ETTh1"])
 
 
 def test_bundled_etth1_in_this_installation(frames: dict[str, pd.DataFrame]) -> None:
-    resource = importlib.resources.files("reinpatch_forecast") / "data" / "ETTh1.csv.gz"
+    resource = importlib.resources.files("reinpatch_forecast.data") / "ETTh1.csv.gz"
     if not resource.is_file():
         with pytest.raises(FileNotFoundError, match="bundled ETTh1"):
             load_bundled_etth1()

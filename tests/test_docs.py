@@ -46,7 +46,7 @@ def test_sphinx_build_has_no_warnings(tmp_path):
                  "reinpatch_forecast.plotting.plot_segmentation",
                  "reinpatch_forecast.patcher_io.save_patcher",
                  "reinpatch_forecast.options.ModelOptions",
-                 "reinpatch_forecast.datasets.prepare_ltsf"):
+                 "reinpatch_forecast.data.prepare_ltsf"):
         assert f'id="{name}"' in api, name
     benchmarks = (html / "benchmarks.html").read_text(encoding="utf-8")
     assert "<table" in benchmarks  # the existing reports are included

@@ -1,6 +1,6 @@
 """Regenerate the figures in docs/_static (``make -C docs figures``; a few minutes on a CPU).
 
-Trains the demo's learned model (``reinpatch_forecast.demo.demo_model``: L = 96, H = 24,
+Trains the demo's learned model (``reinpatch_forecast.cli.demo.demo_model``: L = 96, H = 24,
 compression rate 8, the default policy, G = 4, d_model 32, 2 layers; 4 epochs of the 2048 most
 recent windows of the ETTh1 training split, seed 0), then draws
 
@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 from darts import TimeSeries
 
-from reinpatch_forecast.datasets import load_bundled_etth1, prepare_ltsf
-from reinpatch_forecast.demo import demo_model
+from reinpatch_forecast.data import load_bundled_etth1, prepare_ltsf
+from reinpatch_forecast.cli.demo import demo_model
 from reinpatch_forecast.plotting import plot_boundary_statistics, plot_segmentation
 
 STATIC = Path(__file__).resolve().parent.parent / "_static"

@@ -46,6 +46,7 @@ from darts.utils.likelihood_models.torch import GaussianLikelihood
 from darts.utils.serialization import add_safe_globals
 from darts.utils.torch import MonteCarloDropout
 
+from ..errors import ReinPatchFileNotFoundError, ReinPatchInputError, TrainingDivergedError
 from ..patcher_io import patcher_from_state, resolve_patcher_state
 from ..nn import (
     DEFAULT_POLICY,
@@ -59,16 +60,11 @@ from ..nn.backbone import BackboneConfig, GroupDropout
 from ..options import (
     ModelOptions,
     TrainingOptions,
+    build_network_config,
     document_options,
-    network_config,
     options_from,
 )
-from ..validation import (
-    TrainingDivergedError,
-    check_darts_series,
-    check_saved_file,
-    load_error,
-)
+from ..checks import check_darts_series, check_saved_file, load_error
 from .boundaries import PatchBoundaries
 from ._darts_fixes import DartsFixesMixin, default_model_name
 from .rewards import elementwise_loss
@@ -109,7 +105,8 @@ class _ReinPatchModule(PLForecastingModule):
     ----------
     network_config
         Keyword arguments of :class:`~reinpatch_forecast.nn.ReinPatchConfig` (primitives only,
-        so darts can store them in checkpoints).
+        so darts can store them in checkpoints; the checkpoints' hyperparameters carry this
+        name, so it stays the one checkpoints load by).
     freeze_patcher
         Keep the patcher fixed (a foundation patcher used zero-shot).
     patcher_lr
@@ -361,7 +358,7 @@ class ReinPatchModel(DartsFixesMixin, MixedCovariatesTorchModel):
         **kwargs,
     ) -> None:
         if kwargs.get("use_reversible_instance_norm"):
-            raise ValueError(
+            raise ReinPatchInputError(
                 "ReinPatchModel normalises every series itself (RevIN inside the network); "
                 "do not pass use_reversible_instance_norm. Use revin_affine=True for a learned "
                 "affine map."
@@ -375,17 +372,17 @@ class ReinPatchModel(DartsFixesMixin, MixedCovariatesTorchModel):
         self._considers_static_covariates = use_static_covariates
         # A patcher object or file becomes a plain state (tensors and primitives), so that the
         # model pickles and darts can load it without trusting arbitrary classes.
-        self._foundation_state: dict | None = None
+        self._frozen_patcher_state: dict | None = None
         self._init_state: dict | None = None
         if isinstance(patcher, str) and patcher in PATCHER_NAMES:
             patcher_name = patcher
         else:
-            self._foundation_state = resolve_patcher_state(patcher, "patcher")
-            self.model_params["patcher"] = self._foundation_state
+            self._frozen_patcher_state = resolve_patcher_state(patcher, "patcher")
+            self.model_params["patcher"] = self._frozen_patcher_state
             patcher_name = "learned"
         if patcher_init is not None:
             if patcher != "learned":
-                raise ValueError(
+                raise ReinPatchInputError(
                     f"patcher_init starts the learned patcher from given weights, so it needs "
                     f"patcher='learned', got patcher={patcher!r}. To use a pretrained patcher "
                     "frozen instead, pass it as patcher=... and leave patcher_init=None."
@@ -393,28 +390,28 @@ class ReinPatchModel(DartsFixesMixin, MixedCovariatesTorchModel):
             self._init_state = resolve_patcher_state(patcher_init, "patcher_init")
             self.model_params["patcher_init"] = self._init_state
         self.options, self.training_options = options_from(self.model_params)
-        given = self._foundation_state or self._init_state
-        patcher_sizes = given["config"] if given is not None else {}
-        if given is not None and patcher_sizes.get("levels", 1) != levels:
-            raise ValueError(
-                f"The given patcher has levels={patcher_sizes.get('levels', 1)} but the model "
+        given = self._frozen_patcher_state or self._init_state
+        given_config = given["config"] if given is not None else {}
+        if given is not None and given_config.get("levels", 1) != levels:
+            raise ReinPatchInputError(
+                f"The given patcher has levels={given_config.get('levels', 1)} but the model "
                 f"has levels={levels}: a patcher draws as many boundary levels as it was "
                 "trained for. Use a patcher pretrained with the same levels (the shipped one "
                 "has levels=1), or patcher='learned' without patcher_init."
             )
-        given_policy = patcher_sizes.get("policy")
+        given_policy = given_config.get("policy")
         if policy is not None and given_policy is not None and policy != given_policy:
-            raise ValueError(
+            raise ReinPatchInputError(
                 f"policy={policy!r} but the given patcher was trained with policy="
                 f"{given_policy!r}: a pretrained patcher keeps its policy. Leave policy=None, or "
                 "use patcher='learned' without patcher_init for a new patcher of that policy."
             )
         # Built (and so validated) once, here, not at the first fit; the output layout, which
         # depends on the data and the likelihood, joins it in _create_model.
-        self.network_config = network_config(
+        self.network_config = build_network_config(
             self.options, self.training_options, input_chunk_length, output_chunk_length,
             policy=given_policy or policy or DEFAULT_POLICY, patcher_name=patcher_name,
-            patcher_sizes=patcher_sizes,
+            given_patcher_config=given_config,
         )
 
     # -- darts hooks ------------------------------------------------------------------------
@@ -439,11 +436,11 @@ class ReinPatchModel(DartsFixesMixin, MixedCovariatesTorchModel):
         )
         module = _ReinPatchModule(
             network_config=config,
-            freeze_patcher=self._foundation_state is not None,
+            freeze_patcher=self._frozen_patcher_state is not None,
             patcher_lr=self.training_options.patcher_lr,
             **self.pl_module_params,
         )
-        given = self._foundation_state or self._init_state
+        given = self._frozen_patcher_state or self._init_state
         if given is not None:
             module.network.patcher.load_state_dict(patcher_from_state(given).state_dict())
         return module
@@ -525,7 +522,7 @@ class ReinPatchModel(DartsFixesMixin, MixedCovariatesTorchModel):
         ``trainer`` to choose another.
         """
         if not self._fit_called or self.model is None:
-            raise ValueError(
+            raise ReinPatchInputError(
                 "This ReinPatchModel is not trained yet: call fit() before predict(), or load "
                 "a trained model with ReinPatchModel.load(path), load_weights(path) or "
                 "ReinPatchModel.load_from_checkpoint(model_name)."
@@ -541,13 +538,13 @@ class ReinPatchModel(DartsFixesMixin, MixedCovariatesTorchModel):
         for kind, given, used in (("past", past_covariates, self.uses_past_covariates),
                                   ("future", future_covariates, self.uses_future_covariates)):
             if given is not None and not used:
-                raise ValueError(
+                raise ReinPatchInputError(
                     f"This model was trained without {kind}_covariates, so it cannot use them: "
                     f"drop {kind}_covariates from predict(), or fit the model with them."
                 )
             if given is None and used and series is not None:
                 # darts would take the training covariates, which need not match `series`
-                raise ValueError(
+                raise ReinPatchInputError(
                     f"This model was trained with {kind}_covariates: pass the {kind}_covariates "
                     f"of `series` to predict() as well."
                 )
@@ -593,13 +590,13 @@ class ReinPatchModel(DartsFixesMixin, MixedCovariatesTorchModel):
             'reinpatch-forecast[onnx]'``).
         """
         if not self._fit_called or self.model is None:
-            raise ValueError(
+            raise ReinPatchInputError(
                 "This ReinPatchModel is not trained yet: call fit() (or load a trained model) "
                 "before to_onnx()."
             )
         name = self.network_config.patcher
         if name in self._NOT_EXPORTABLE:
-            raise ValueError(
+            raise ReinPatchInputError(
                 f"patcher={name!r} cannot be exported to ONNX: {self._NOT_EXPORTABLE[name]}. "
                 "The learned, pretrained and uniform patchers export."
             )
@@ -645,7 +642,7 @@ class ReinPatchModel(DartsFixesMixin, MixedCovariatesTorchModel):
             model = super().load(path, pl_trainer_kwargs=pl_trainer_kwargs, trusted=trusted,
                                  **kwargs)
         if not isinstance(model, ReinPatchModel):
-            raise ValueError(
+            raise ReinPatchInputError(
                 f"{path!r} holds a {type(model).__name__}, not a ReinPatchModel: load it with "
                 f"{type(model).__name__}.load."
             )
@@ -688,7 +685,7 @@ class ReinPatchModel(DartsFixesMixin, MixedCovariatesTorchModel):
         folder = os.path.join(work_dir, model_name)
         path = os.path.join(folder, "checkpoints", file_name)
         if not os.path.exists(path):
-            raise FileNotFoundError(f"No checkpoint at {path!r}.")
+            raise ReinPatchFileNotFoundError(f"No checkpoint at {path!r}.")
         check_saved_file(path, "checkpoint")
         if os.path.exists(os.path.join(folder, INIT_MODEL_NAME)):
             check_saved_file(os.path.join(folder, INIT_MODEL_NAME), "model file of the checkpoints")
@@ -698,7 +695,7 @@ class ReinPatchModel(DartsFixesMixin, MixedCovariatesTorchModel):
                 **kwargs,
             )
         if not isinstance(model, ReinPatchModel):
-            raise ValueError(
+            raise ReinPatchInputError(
                 f"The checkpoints of {model_name!r} hold a {type(model).__name__}, not a "
                 f"ReinPatchModel: load them with {type(model).__name__}.load_from_checkpoint."
             )
@@ -707,7 +704,7 @@ class ReinPatchModel(DartsFixesMixin, MixedCovariatesTorchModel):
     @staticmethod
     def _check_saved_files(path: str) -> None:
         if not os.path.exists(path):
-            raise FileNotFoundError(f"No saved model at {path!r}.")
+            raise ReinPatchFileNotFoundError(f"No saved model at {path!r}.")
         check_saved_file(path, "saved model")
         if os.path.exists(path + ".ckpt"):
             check_saved_file(path + ".ckpt", "checkpoint of the saved model")
@@ -729,20 +726,20 @@ class ReinPatchModel(DartsFixesMixin, MixedCovariatesTorchModel):
             One result per series (a list when a list is given).
         """
         if self.model is None:
-            raise ValueError(
+            raise ReinPatchInputError(
                 "This ReinPatchModel is not trained yet: call fit() (or load a trained model) "
                 "before patch_boundaries()."
             )
         if series is None:
             series = self.training_series
             if series is None:
-                raise ValueError("Pass `series`: the model was trained on several series.")
+                raise ReinPatchInputError("Pass `series`: the model was trained on several series.")
         single = isinstance(series, TimeSeries)
         series_list = [series] if single else list(series)
         length = self.input_chunk_length
         for s in series_list:
             if len(s) < length:
-                raise ValueError(
+                raise ReinPatchInputError(
                     f"A series has {len(s)} steps, fewer than input_chunk_length={length}."
                 )
         windows = np.stack([s.values(copy=False)[-length:] for s in series_list])  # (S, L, C)

@@ -10,6 +10,10 @@ tokens, the fine tokens are pooled by segment mean into ``N2`` coarse tokens (on
 patch, a run of whole fine patches), a second encoder of ``n_layers`` layers runs on those, and
 the head reads both token sets.
 
+Over 500 lines for a reason: the tokeniser, the group dropout (one mask shared by a group's
+patchings, so that GRPG compares patchings and not dropout draws) and the two-level encoder
+are one forward pass whose shapes depend on each other; they are read and changed together.
+
 Shape legend
 ------------
 R : rows (series, channels folded into the batch)
@@ -33,6 +37,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ..errors import ReinPatchInputError
 from .chunking import map_row_chunks, rows_per_chunk
 from .covariates import CovariateEmbedding, Covariates
 from .readout import (DEFAULT_READOUT, READOUTS, STEP_READOUTS, HorizonQueryReadout,
@@ -126,54 +131,54 @@ class BackboneConfig:
 
     def __post_init__(self) -> None:
         if self.readout not in READOUTS:
-            raise ValueError(
+            raise ReinPatchInputError(
                 f"Unknown readout {self.readout!r}: use one of {', '.join(READOUTS)} "
                 "('flatten' is the head over token slots, for ablations)."
             )
         if self.readout_skip is None:
             self.readout_skip = self.readout in STEP_READOUTS and self.use_local_mean
         if not isinstance(self.readout_skip, bool):
-            raise ValueError(
+            raise ReinPatchInputError(
                 f"readout_skip must be True, False or None (on where it applies), got "
                 f"{self.readout_skip!r}."
             )
         if self.readout_skip and self.readout not in STEP_READOUTS:
-            raise ValueError(
+            raise ReinPatchInputError(
                 f"readout_skip=True adds every step's local features to the step features of a "
                 f"time-aligned readout ({', '.join(STEP_READOUTS)}); readout={self.readout!r} has "
                 "none: set readout_skip=False."
             )
         if self.readout_skip and not self.use_local_mean:
-            raise ValueError(
+            raise ReinPatchInputError(
                 "readout_skip=True reads the local encoder's features, which use_local_mean=False "
                 "switches off: set readout_skip=False or use_local_mean=True."
             )
         if self.variable_tokens and (self.readout not in STEP_READOUTS
                                      or self.n_coarse_patches is not None):
-            raise ValueError(
+            raise ReinPatchInputError(
                 f"Unused token slots (an at-most budget) need a time-aligned readout "
                 f"({', '.join(STEP_READOUTS)}) and one level, got readout={self.readout!r} "
                 f"with {'two levels' if self.n_coarse_patches is not None else 'one level'}."
             )
         if not (self.use_local_mean or self.use_resampled or self.use_position):
-            raise ValueError(
+            raise ReinPatchInputError(
                 "At least one token part must be on: use_local_mean, use_resampled or use_position."
             )
         if self.d_model % self.n_heads != 0:
-            raise ValueError(
+            raise ReinPatchInputError(
                 f"d_model={self.d_model} must be divisible by n_heads={self.n_heads}."
             )
         if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}.")
+            raise ReinPatchInputError(f"dropout must be in [0, 1), got {self.dropout}.")
         for name in ("input_length", "output_length", "n_patches", "nr_params", "d_model",
                      "n_heads", "n_layers", "resample_points", "ff_multiplier"):
             if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}.")
+                raise ReinPatchInputError(f"{name} must be >= 1, got {getattr(self, name)}.")
         for name in ("n_past_covariates", "n_future_covariates", "n_static_covariates"):
             if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}.")
+                raise ReinPatchInputError(f"{name} must be >= 0, got {getattr(self, name)}.")
         if self.n_coarse_patches is not None and not 1 <= self.n_coarse_patches <= self.n_patches:
-            raise ValueError(
+            raise ReinPatchInputError(
                 f"n_coarse_patches must be None (one level) or between 1 and "
                 f"n_patches={self.n_patches}, got {self.n_coarse_patches}."
             )
@@ -537,7 +542,7 @@ class Backbone(nn.Module):
         """
         two_levels = self.config.n_coarse_patches is not None
         if two_levels != (coarse_starts is not None):
-            raise ValueError(
+            raise ReinPatchInputError(
                 "This backbone has two levels (n_coarse_patches set): pass coarse_starts."
                 if two_levels else
                 "This backbone has one level (n_coarse_patches=None): coarse_starts must be None."
@@ -547,7 +552,7 @@ class Backbone(nn.Module):
         elif covariates is not None and any(
                 value is not None for value in (covariates.past, covariates.future,
                                                 covariates.static)):
-            raise ValueError(
+            raise ReinPatchInputError(
                 "This network was built without covariates: pass covariates=None, or build it "
                 "with n_past_covariates / n_future_covariates / n_static_covariates."
             )

@@ -10,7 +10,9 @@ import math
 import numbers
 from dataclasses import asdict, dataclass, field
 
+from ..errors import ReinPatchInputError
 from .backbone import BackboneConfig
+from .learned_patcher import DEFAULT_PATCHER_SIZES
 from .patching import PATCHER_NAMES
 from .policies import DEFAULT_POLICY, POLICY_NAMES
 from .readout import DEFAULT_READOUT, STEP_READOUTS
@@ -37,7 +39,7 @@ class ReinPatchConfig:
 
     Users set :class:`~reinpatch_forecast.options.ModelOptions` and
     :class:`~reinpatch_forecast.options.TrainingOptions`; the darts model builds this from them
-    (``options.network_config``) and adds what the data and the loss fix at the first fit:
+    (``options.build_network_config``) and adds what the data and the loss fix at the first fit:
     ``n_channels``, ``nr_params``, ``param_kinds``, ``monotone_params`` and the covariate
     widths. The defaults here
     equal the options' (``tests/test_options.py`` checks), as ``nn`` imports nothing above it.
@@ -147,9 +149,9 @@ class ReinPatchConfig:
     local_activation: bool = True
     readout: str = DEFAULT_READOUT
     readout_skip: bool | None = None
-    patcher_hidden_size: int = 32
-    patcher_layers: int = 4
-    patcher_kernel_size: int = 3
+    patcher_hidden_size: int = DEFAULT_PATCHER_SIZES["hidden_size"]
+    patcher_layers: int = DEFAULT_PATCHER_SIZES["n_layers"]
+    patcher_kernel_size: int = DEFAULT_PATCHER_SIZES["kernel_size"]
     patcher_options: dict[str, float] | None = None
     revin: bool = True
     revin_affine: bool = False
@@ -179,56 +181,58 @@ class ReinPatchConfig:
         if self.levels == 2:
             coarse_token_budget(self.n_patches, self.compression_rate[1])  # R2 vs N1
         if self.input_length < 2:
-            raise ValueError(
+            raise ReinPatchInputError(
                 f"input_length must be >= 2 to place patch boundaries, got {self.input_length}."
             )
         if self.patcher not in PATCHER_NAMES:
-            raise ValueError(
+            raise ReinPatchInputError(
                 f"Unknown patcher {self.patcher!r}; use one of {', '.join(PATCHER_NAMES)}."
             )
         if self.policy not in POLICY_NAMES:
-            raise ValueError(
+            raise ReinPatchInputError(
                 f"Unknown policy {self.policy!r}: use 'offset' (boundaries move a few steps "
                 "around the uniform grid), 'density' (resolution reallocated across the window) "
-                "or 'topk' (the first policy, an ablation)."
+                "or 'topk' (Gumbel-top-k over all positions, an ablation)."
             )
         if (isinstance(self.group_size, bool) or not isinstance(self.group_size, int)
                 or self.group_size < 1):
-            raise ValueError(
+            raise ReinPatchInputError(
                 f"group_size must be a positive integer (patchings sampled per series and "
                 f"scored against the decoded one), got {self.group_size!r}."
             )
         if (isinstance(self.kl_coef, bool) or not isinstance(self.kl_coef, numbers.Real)
                 or not math.isfinite(self.kl_coef) or self.kl_coef < 0):
-            raise ValueError(f"kl_coef must be a finite number >= 0, got {self.kl_coef!r}.")
+            raise ReinPatchInputError(
+                f"kl_coef must be a finite number >= 0, got {self.kl_coef!r}."
+            )
         self._check_budget()
         if self.kl_schedule not in KL_SCHEDULES:
-            raise ValueError(
+            raise ReinPatchInputError(
                 f"Unknown kl_schedule {self.kl_schedule!r}: use 'constant' (kl_coef all through "
                 "training) or 'linear' (kl_coef lowered linearly to 0 over the policy's epochs)."
             )
         if (isinstance(self.patcher_warmup, bool) or not isinstance(self.patcher_warmup, int)
                 or self.patcher_warmup < 0):
-            raise ValueError(
+            raise ReinPatchInputError(
                 f"patcher_warmup must be an integer >= 0 (epochs in which only the backbone "
                 f"trains before GRPG starts), got {self.patcher_warmup!r}."
             )
         if (isinstance(self.sample_loss_weight, bool)
                 or not isinstance(self.sample_loss_weight, numbers.Real)
                 or not math.isfinite(self.sample_loss_weight) or self.sample_loss_weight < 0):
-            raise ValueError(
+            raise ReinPatchInputError(
                 f"sample_loss_weight must be a finite number >= 0 (0: the backbone trains on "
                 f"the decoded patching only), got {self.sample_loss_weight!r}."
             )
         if self.resample_points is None:
             self.resample_points = math.ceil(self.fine_compression_rate)
         if self.n_channels < 1:
-            raise ValueError(f"n_channels must be >= 1, got {self.n_channels}.")
+            raise ReinPatchInputError(f"n_channels must be >= 1, got {self.n_channels}.")
         if self.param_kinds is None:
             self.param_kinds = ("location",) * self.nr_params
         self.param_kinds = tuple(self.param_kinds)
         if len(self.param_kinds) != self.nr_params or not set(self.param_kinds) <= set(PARAM_KINDS):
-            raise ValueError(
+            raise ReinPatchInputError(
                 f"param_kinds must hold nr_params={self.nr_params} entries from {PARAM_KINDS}, "
                 f"got {self.param_kinds}."
             )
@@ -258,13 +262,13 @@ class ReinPatchConfig:
 
     def _check_budget(self) -> None:
         if self.budget not in BUDGETS:
-            raise ValueError(
+            raise ReinPatchInputError(
                 f"Unknown budget {self.budget!r}: use 'exact' (N patches for every series) or "
                 "'at_most' (the learned patcher may use fewer)."
             )
         given = (self.patcher_options or {}).get("at_most")
         if given is not None and given != (self.budget == "at_most"):
-            raise ValueError(
+            raise ReinPatchInputError(
                 f"The given patcher was trained with {'an at-most' if given else 'an exact'} "
                 f"token budget, but budget={self.budget!r}: pass "
                 f"budget={'at_most' if given else 'exact'!r}."
@@ -280,7 +284,7 @@ class ReinPatchConfig:
             if self.readout not in STEP_READOUTS:
                 problems.append(f"readout={self.readout!r}")
             if problems:
-                raise ValueError(
+                raise ReinPatchInputError(
                     "budget='at_most' needs the learned patcher with the density policy, one "
                     f"level and a time-aligned readout ({', '.join(STEP_READOUTS)}); got "
                     f"{', '.join(problems)}."
@@ -289,7 +293,7 @@ class ReinPatchConfig:
     def _check_levels(self) -> None:
         """Check ``levels`` and the form of ``compression_rate``; store a pair as a tuple."""
         if isinstance(self.levels, bool) or self.levels not in (1, 2):
-            raise ValueError(
+            raise ReinPatchInputError(
                 f"levels must be 1 (one set of patch boundaries) or 2 (fine and coarse "
                 f"boundaries, nested), got {self.levels!r}."
             )
@@ -297,20 +301,20 @@ class ReinPatchConfig:
         is_sequence = isinstance(rate, (tuple, list))
         if self.levels == 1:
             if is_sequence:
-                raise ValueError(
+                raise ReinPatchInputError(
                     f"compression_rate={rate!r} is a sequence but levels=1: pass one number "
                     "(e.g. compression_rate=8), or levels=2 with a pair (R1, R2)."
                 )
             return
         if not is_sequence or len(rate) != 2:
-            raise ValueError(
+            raise ReinPatchInputError(
                 f"levels=2 needs compression_rate=(R1, R2), a pair: N1 = ceil(L / R1) fine "
                 f"patches and N2 = ceil(N1 / R2) coarse ones, e.g. (4, 4); got {rate!r}."
             )
         for value in rate:
             if (isinstance(value, bool) or not isinstance(value, numbers.Real)
                     or not math.isfinite(value)):
-                raise ValueError(
+                raise ReinPatchInputError(
                     f"compression_rate=(R1, R2) must hold two finite numbers >= 1, got {rate!r}."
                 )
         self.compression_rate = tuple(rate)

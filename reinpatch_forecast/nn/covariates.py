@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 from torch import Tensor, nn
 
+from ..errors import ReinPatchInputError
 from .segments import segment_mean
 
 __all__ = ["Covariates", "CovariateEmbedding"]
@@ -72,7 +73,7 @@ class Covariates:
             elif static.shape[1] == 1:
                 static = repeat(static[:, 0])  # (R, Cs)
             else:
-                raise ValueError(
+                raise ReinPatchInputError(
                     f"Static covariates have {static.shape[1]} rows but the target has "
                     f"{channels} channels: give one row per channel or one shared row."
                 )
@@ -114,7 +115,7 @@ class CovariateEmbedding(nn.Module):
             tensor = getattr(given, kind)
             width = 0 if tensor is None else tensor.shape[-1]
             if width != expected:
-                raise ValueError(
+                raise ReinPatchInputError(
                     f"The network was built for {expected} {kind} covariate feature(s) but got "
                     f"{width}: pass the same covariates at training and at prediction."
                 )

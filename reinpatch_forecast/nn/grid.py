@@ -1,6 +1,6 @@
 """The uniform grid of patch starts, and how far each of its boundaries may move.
 
-Every policy of the learned patcher starts from this grid (``design.md`` §1): the offset policy
+Every policy of the learned patcher starts from this grid: the offset policy
 moves each interior boundary within its radius, the density policy places boundaries at the
 quantiles of a density that is uniform *per grid patch* at initialisation.
 

@@ -1,11 +1,11 @@
-"""Group Relative Policy Gradient (GRPG, v2 protocol): advantages and the policy loss.
+"""Group Relative Policy Gradient (GRPG): advantages and the policy loss.
 
 Every series draws ``G`` sampled patchings next to its decoded one. A sample's advantage is its
 reward minus the decode's (the group-relative, self-critical baseline: exploring pays only
 where a sample beats what validation and prediction would use), divided by the standard
-deviation of all advantages of the batch. The per-group standard deviation of the first
-version turned pure noise into unit-size steps (``design.md`` §1a); the batch scale keeps a
-group whose samples barely differ from its decode near zero.
+deviation of all advantages of the batch. A per-group standard deviation would turn pure noise
+into unit-size steps; the batch scale keeps a group whose samples barely differ from its decode
+near zero.
 
 Shape legend
 ------------

@@ -20,10 +20,15 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ..errors import ReinPatchInputError
 from .chunking import map_row_chunks, rows_per_chunk
 from .convolution import replicate_conv1d
 from .patching import Patcher, Patching, check_levels
 from .policies import BUDGET_SHARES, DEFAULT_POLICY, make_policy
+
+#: The learned patcher's sizes when none are given: its convolutional encoder's width, depth and
+#: kernel (``LearnedPatcher``, ``ReinPatchConfig`` and the model options all read these).
+DEFAULT_PATCHER_SIZES: dict[str, int] = {"hidden_size": 32, "n_layers": 4, "kernel_size": 3}
 
 __all__ = ["LearnedPatcher", "POLICY_OPTIONS"]
 
@@ -90,16 +95,20 @@ class LearnedPatcher(Patcher):
     averaged over the draws, whose candidate sets differ).
     """
 
-    def __init__(self, policy: str = DEFAULT_POLICY, hidden_size: int = 32, n_layers: int = 4,
-                 kernel_size: int = 3, levels: int = 1, offset_penalty: float = 1.0,
-                 density_sigma: float = 0.5, density_knots: int = 4,
+    def __init__(self, policy: str = DEFAULT_POLICY,
+                 hidden_size: int = DEFAULT_PATCHER_SIZES["hidden_size"],
+                 n_layers: int = DEFAULT_PATCHER_SIZES["n_layers"],
+                 kernel_size: int = DEFAULT_PATCHER_SIZES["kernel_size"], levels: int = 1,
+                 offset_penalty: float = 1.0, density_sigma: float = 0.5, density_knots: int = 4,
                  min_length: int = 2, at_most: bool = False) -> None:
         super().__init__()
         levels = check_levels(levels)
         if kernel_size < 1 or kernel_size % 2 == 0:
-            raise ValueError(f"kernel_size must be a positive odd integer, got {kernel_size}.")
+            raise ReinPatchInputError(
+                f"kernel_size must be a positive odd integer, got {kernel_size}."
+            )
         if hidden_size < 1 or n_layers < 0:
-            raise ValueError("hidden_size must be >= 1 and n_layers >= 0.")
+            raise ReinPatchInputError("hidden_size must be >= 1 and n_layers >= 0.")
         self.policy_name = policy
         self.policy = make_policy(policy, offset_penalty=offset_penalty,
                                   density_sigma=density_sigma, density_knots=density_knots,
@@ -121,9 +130,9 @@ class LearnedPatcher(Patcher):
         if levels == 2:
             self.coarse_output = nn.Conv1d(hidden_size, 1, 1)
         if not isinstance(at_most, bool):
-            raise ValueError(f"at_most must be True or False, got {at_most!r}.")
+            raise ReinPatchInputError(f"at_most must be True or False, got {at_most!r}.")
         if at_most and (policy != "density" or levels != 1):
-            raise ValueError(
+            raise ReinPatchInputError(
                 f"An at-most token budget needs the density policy at one level, got "
                 f"policy={policy!r}, levels={levels}. Use policy='density' and levels=1, or the "
                 "exact budget."

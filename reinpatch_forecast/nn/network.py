@@ -1,5 +1,9 @@
 """ReinPatchNetwork: a patcher and a backbone, trained jointly by GRPG.
 
+Over 500 lines for a reason: the forward pass and the GRPG training step share the row
+folding, the replayed randomness and the covariate handling that make a group's patchings
+comparable; splitting them would put one invariant in two files.
+
 Shape legend
 ------------
 B : batch (windows)
@@ -24,6 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ..errors import ReinPatchInputError
 from .backbone import Backbone
 from .config import PARAM_KINDS, ReinPatchConfig
 from .covariates import Covariates
@@ -109,7 +114,7 @@ class ReinPatchNetwork(nn.Module):
         super().__init__()
         self.config = config
         if patcher is not None and getattr(patcher, "levels", 1) != config.levels:
-            raise ValueError(
+            raise ReinPatchInputError(
                 f"The patcher has levels={getattr(patcher, 'levels', 1)} but the configuration "
                 f"has levels={config.levels}: build the patcher with levels={config.levels} "
                 "(a levels=1 patcher draws no coarse starts)."
@@ -234,7 +239,7 @@ class ReinPatchNetwork(nn.Module):
     def _check_input(self, x: Tensor) -> None:
         """Raise a ``ValueError`` unless ``x`` is ``(B, L, C)`` with this network's ``L``."""
         if x.dim() != 3 or x.shape[1] != self.config.input_length:
-            raise ValueError(
+            raise ReinPatchInputError(
                 f"Expected input of shape (batch, {self.config.input_length}, channels), "
                 f"got {tuple(x.shape)}."
             )
@@ -284,7 +289,7 @@ class ReinPatchNetwork(nn.Module):
         two calls agree). Raises a ``ValueError`` with one level.
         """
         if self.config.levels == 1:
-            raise ValueError(
+            raise ReinPatchInputError(
                 "coarse_boundaries needs a two-level network (levels=2); this one has levels=1. "
                 "Use boundaries(x) for its patch starts."
             )
@@ -311,7 +316,7 @@ class ReinPatchNetwork(nn.Module):
         train_patcher: bool = True,
         kl_coef: float | None = None,
     ) -> TrainingLosses:
-        """Losses of one training step: the GRPG step (v2 protocol, ``design.md`` §1).
+        """Losses of one training step: the GRPG step.
 
         The patcher gives its decoded patching (the one validation and prediction use) and
         ``G`` samples. The backbone trains on the decoded patching (and, with

@@ -33,6 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from ..errors import ReinPatchInputError
 from .grid import uniform_starts
 from .learned_patcher import POLICY_OPTIONS, LearnedPatcher
 from .patching import PATCHER_NAMES, Patcher, Patching, check_levels
@@ -214,7 +215,7 @@ def make_patcher(name: str, levels: int = 1, **learned_kwargs) -> Patcher:
         return RandomPatcher(levels=levels)
     if name == "volatility":
         return VolatilityPatcher(levels=levels)
-    raise ValueError(
+    raise ReinPatchInputError(
         f"Unknown patcher {name!r}. Use one of {', '.join(map(repr, PATCHER_NAMES))}, "
         "or a pretrained LearnedPatcher."
     )

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 from torch import Tensor, nn
 
+from ..errors import ReinPatchInputError
+
 __all__ = ["PATCHER_NAMES", "Patching", "Patcher", "check_levels"]
 
 #: The patchers :func:`~reinpatch_forecast.nn.patchers.make_patcher` builds by name.
@@ -55,7 +57,7 @@ class Patching:
 def check_levels(levels: int) -> int:
     """``levels`` as an ``int``; a ``ValueError`` unless it is 1 or 2."""
     if isinstance(levels, bool) or levels not in (1, 2):
-        raise ValueError(
+        raise ReinPatchInputError(
             f"levels must be 1 (one set of boundaries) or 2 (fine and coarse, nested), "
             f"got {levels!r}."
         )
@@ -93,19 +95,19 @@ class Patcher(nn.Module):
         name = type(self).__name__
         if self.levels == 1:
             if n_coarse_patches is not None:
-                raise ValueError(
+                raise ReinPatchInputError(
                     f"This {name} has levels=1 and draws no coarse starts, got "
                     f"n_coarse_patches={n_coarse_patches}. Build it with levels=2 "
                     "(e.g. make_patcher(name, levels=2)) for two-level patching."
                 )
             return
         if n_coarse_patches is None:
-            raise ValueError(
+            raise ReinPatchInputError(
                 f"This {name} has levels=2: pass n_coarse_patches (N2, between 1 and "
                 f"n_patches={n_patches}) to sample and decode."
             )
         if not 1 <= n_coarse_patches <= n_patches:
-            raise ValueError(
+            raise ReinPatchInputError(
                 f"n_coarse_patches must be between 1 and n_patches={n_patches} (coarse starts "
                 f"are chosen among the fine ones), got {n_coarse_patches}."
             )

@@ -1,4 +1,4 @@
-"""Boundary policies: how the learned patcher's scores become patchings (``design.md`` §1).
+"""Boundary policies: how the learned patcher's scores become patchings.
 
 The patcher's conv stack gives one score per position, ``a (R, L)``. A policy turns the scores
 into a distribution over patchings with exactly ``N`` patches, draws from it (training) or
@@ -11,7 +11,7 @@ all-zero score, centred on the uniform grid):
 - :class:`DensityPolicy` (``"density"``, the default): a Gaussian action on per-cell log-densities;
   boundaries sit at the quantiles of the cumulative density. It can move boundaries far from
   the grid (reallocate resolution across the window).
-- :class:`TopKPolicy` (``"topk"``): the first policy, Gumbel-top-k over all positions with the
+- :class:`TopKPolicy` (``"topk"``): an ablation, Gumbel-top-k over all positions with the
   Plackett–Luce log-probability. Kept as the ablation of the benchmark.
 
 At two levels, the coarse boundaries of the offset and density policies are offsets of the
@@ -20,6 +20,10 @@ construction); the top-k policy draws them by Gumbel-top-k among the fine starts
 
 With a zero score (the zero-initialised head of a new patcher) the mode of the offset and
 density policies is exactly :func:`~reinpatch_forecast.nn.grid.uniform_starts`.
+
+Over 500 lines for a reason: the three policies implement one contract (draw, mode,
+log-probability, entropy, KL to the reference) and share its helpers; side by side, a change
+to the contract is made to all three at once.
 
 The density policy also takes an *at-most* token budget (the paper's minimum compression
 rate): a categorical action picks a share of the ``N`` slots (:data:`BUDGET_SHARES`), the
@@ -54,6 +58,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from ..errors import ReinPatchInputError
 from .grid import offset_candidates, uniform_gaps, uniform_start_values, uniform_starts
 from .segments import insertion_points
 
@@ -291,7 +296,7 @@ class OffsetPolicy(BoundaryPolicy):
 
     def __init__(self, penalty: float = 1.0) -> None:
         if not penalty >= 0:
-            raise ValueError(f"The offset penalty must be >= 0, got {penalty}.")
+            raise ReinPatchInputError(f"The offset penalty must be >= 0, got {penalty}.")
         self.penalty = float(penalty)
 
     def draw(self, scores: Tensor, n_patches: int, group: int, sample: bool,
@@ -335,9 +340,11 @@ class DensityPolicy(BoundaryPolicy):
     def __init__(self, sigma: float = 0.5, knots: int = 4, min_length: int = 2,
                  antithetic: bool = True) -> None:
         if not sigma > 0:
-            raise ValueError(f"The density policy's sigma must be > 0, got {sigma}.")
+            raise ReinPatchInputError(f"The density policy's sigma must be > 0, got {sigma}.")
         if knots < 1 or min_length < 1:
-            raise ValueError(f"knots and min_length must be >= 1, got {knots}, {min_length}.")
+            raise ReinPatchInputError(
+                f"knots and min_length must be >= 1, got {knots}, {min_length}."
+            )
         self.sigma = float(sigma)
         self.knots = int(knots)
         self.min_length = int(min_length)
@@ -464,13 +471,13 @@ class DensityPolicy(BoundaryPolicy):
 
 
 class TopKPolicy(BoundaryPolicy):
-    """The first policy: ``N - 1`` starts by Gumbel-top-k over positions ``1 .. L-1``.
+    """An ablation: ``N - 1`` starts by Gumbel-top-k over positions ``1 .. L-1``.
 
     The log-probability is the Plackett–Luce likelihood of the draw's order. The reference is
     the uniform softmax over positions, and the KL reported is that of the first pick,
     ``log M - entropy`` (the KL of the whole ordered draw has no closed form). Its score head
-    is not zero-initialised, as in the first version; decoding takes the ``N - 1`` largest
-    scores, which clusters boundaries where the scores peak (``design.md`` §1a).
+    is not zero-initialised (zero scores would tie every position); decoding takes the
+    ``N - 1`` largest scores, which clusters boundaries where the scores peak.
     """
 
     zero_init = False
@@ -526,8 +533,8 @@ def make_policy(name: str, offset_penalty: float = 1.0, density_sigma: float = 0
         return DensityPolicy(density_sigma, density_knots, min_length)
     if name == "topk":
         return TopKPolicy()
-    raise ValueError(
+    raise ReinPatchInputError(
         f"Unknown policy {name!r}: use 'offset' (boundaries move a few steps around the "
-        "uniform grid), 'density' (resolution reallocated across the window) or 'topk' (the "
-        "first policy, an ablation)."
+        "uniform grid), 'density' (resolution reallocated across the window) or 'topk' "
+        "(Gumbel-top-k over all positions, an ablation)."
     )

@@ -43,6 +43,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from ..errors import ReinPatchInputError
 from .segments import patch_lengths
 
 __all__ = ["READOUTS", "STEP_READOUTS", "DEFAULT_READOUT", "step_patch_index", "StepReadout",
@@ -88,7 +89,7 @@ class StepReadout(nn.Module):
     def __init__(self, mode: str, d_model: int, points: int, width: int) -> None:
         super().__init__()
         if mode not in STEP_READOUTS:
-            raise ValueError(
+            raise ReinPatchInputError(
                 f"StepReadout reads tokens onto steps: mode must be one of {STEP_READOUTS}, "
                 f"got {mode!r}."
             )

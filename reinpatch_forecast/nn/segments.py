@@ -28,6 +28,8 @@ import numbers
 import torch
 from torch import Tensor
 
+from ..errors import ReinPatchInputError
+
 __all__ = [
     "insertion_points",
     "token_budget",
@@ -85,7 +87,7 @@ def token_budget(input_length: int, compression_rate: float) -> int:
 def check_budget(input_length: int, compression_rate: float) -> None:
     """Raise a ``ValueError`` if ``compression_rate`` cannot be used with ``input_length``."""
     if not isinstance(input_length, numbers.Integral) or input_length < 1:
-        raise ValueError(
+        raise ReinPatchInputError(
             f"input_length must be a positive integer, got {input_length!r}."
         )
     if (
@@ -93,16 +95,16 @@ def check_budget(input_length: int, compression_rate: float) -> None:
         or not isinstance(compression_rate, numbers.Real)
         or not math.isfinite(compression_rate)
     ):
-        raise ValueError(
+        raise ReinPatchInputError(
             f"compression_rate must be a finite number >= 1, got {compression_rate!r}."
         )
     if compression_rate < 1:
-        raise ValueError(
+        raise ReinPatchInputError(
             f"compression_rate must be >= 1 (one token per step at most), got {compression_rate}. "
             "Use compression_rate=1 for one token per time step."
         )
     if compression_rate > input_length:
-        raise ValueError(
+        raise ReinPatchInputError(
             f"compression_rate={compression_rate} is larger than the lookback "
             f"input_length={input_length}: that leaves less than one step per token. "
             f"Use a compression_rate <= {input_length} or a longer lookback."
@@ -195,7 +197,7 @@ def resample_patches(values: Tensor, starts: Tensor, n_points: int) -> Tensor:
         ``(R, G, N, P)``, the dtype of ``values``.
     """
     if n_points < 1:
-        raise ValueError(f"n_points must be >= 1, got {n_points}.")
+        raise ReinPatchInputError(f"n_points must be >= 1, got {n_points}.")
     rows, length = values.shape
     work = values.to(torch.promote_types(values.dtype, torch.float32))  # (R, L)
     steps = patch_lengths(starts, length).unsqueeze(-1)  # (R, G, N, 1): n
@@ -250,12 +252,12 @@ def coarse_token_budget(n_patches: int, coarse_rate: float) -> int:
         or not math.isfinite(coarse_rate)
         or coarse_rate < 1
     ):
-        raise ValueError(
+        raise ReinPatchInputError(
             f"The level-2 compression rate R2 must be a finite number >= 1 (fine patches per "
             f"coarse patch), got {coarse_rate!r}."
         )
     if coarse_rate > n_patches:
-        raise ValueError(
+        raise ReinPatchInputError(
             f"The level-2 compression rate R2={coarse_rate} is larger than the N1={n_patches} "
             f"fine patches: that leaves less than one fine patch per coarse patch. Use "
             f"R2 <= {n_patches}, a smaller R1 or a longer lookback."

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from ..errors import ReinPatchInputError
 from ._inputs import _is_timeseries, _samples_of, _select, _series_of
 from ._layout import _label_time_axis, _new_figure, _x_values
 
@@ -20,7 +21,7 @@ def _continue_index(history_index: pd.Index, n: int) -> pd.Index:
             pd.infer_freq(history_index) if len(history_index) >= 3 else None
         )
         if freq is None:
-            raise ValueError(
+            raise ReinPatchInputError(
                 "The forecast is a bare array and the history's dates have no regular "
                 "frequency: pass the forecast as a TimeSeries or pandas object with its dates."
             )
@@ -37,7 +38,7 @@ def _after_history(
     has the history's ``C`` components and return its index: its own when it carries one
     (a ``TimeSeries`` or pandas object), else the ``H`` steps right after the history."""
     if values.shape[1] != len(names):
-        raise ValueError(
+        raise ReinPatchInputError(
             f"{name} has {values.shape[1]} component(s) but history has {len(names)} ({names})."
         )
     if _is_timeseries(obj) or isinstance(obj, (pd.Series, pd.DataFrame)):
@@ -106,11 +107,11 @@ def plot_forecast(
     if quantiles is not None:
         q = tuple(float(v) for v in quantiles)
         if len(q) != 2 or not 0.0 < q[0] < q[1] < 1.0:
-            raise ValueError(
+            raise ReinPatchInputError(
                 f"quantiles must be (low, high) with 0 < low < high < 1, got {quantiles!r}."
             )
     if max_history is not None and int(max_history) < 1:
-        raise ValueError(f"max_history must be >= 1, got {max_history}.")
+        raise ReinPatchInputError(f"max_history must be >= 1, got {max_history}.")
     hist_index, hist_values, names = _series_of(history, "history")
     fc_index, fc_samples, _ = _samples_of(forecast, "forecast")
     fc_index = _after_history(forecast, "forecast", fc_index, fc_samples, hist_index, names)

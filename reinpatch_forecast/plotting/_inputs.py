@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..errors import ReinPatchInputError
+
 
 def _is_timeseries(obj: Any) -> bool:
     """Whether ``obj`` is a darts ``TimeSeries`` (without importing darts)."""
@@ -40,7 +42,7 @@ def _samples_of(obj: Any, name: str) -> tuple[pd.Index, np.ndarray, list[str]]:
     """Index, values ``(T, C, S)`` and component names of a non-empty series-like input."""
     index, samples, names = _any_samples_of(obj, name)
     if samples.shape[0] == 0 or samples.shape[1] == 0:
-        raise ValueError(f"{name} is empty (shape {samples.shape[:2]}).")
+        raise ReinPatchInputError(f"{name} is empty (shape {samples.shape[:2]}).")
     return index, samples, names
 
 
@@ -55,13 +57,13 @@ def _any_samples_of(obj: Any, name: str) -> tuple[pd.Index, np.ndarray, list[str
     if isinstance(obj, pd.DataFrame):
         non_numeric = [str(c) for c in obj.columns if not pd.api.types.is_numeric_dtype(obj[c])]
         if non_numeric:
-            raise ValueError(f"{name} has non-numeric column(s) {non_numeric}.")
+            raise ReinPatchInputError(f"{name} has non-numeric column(s) {non_numeric}.")
         values = obj.to_numpy(dtype=np.float64)[:, :, None]
         return pd.Index(obj.index), values, [str(c) for c in obj.columns]
     try:
         array = np.asarray(obj, dtype=np.float64)
     except (TypeError, ValueError) as error:
-        raise ValueError(
+        raise ReinPatchInputError(
             f"{name} must be a darts TimeSeries, a pandas Series/DataFrame or a numeric array; "
             f"got {type(obj).__name__}."
         ) from error
@@ -70,7 +72,7 @@ def _any_samples_of(obj: Any, name: str) -> tuple[pd.Index, np.ndarray, list[str
     elif array.ndim == 2:
         array = array[:, :, None]
     elif array.ndim != 3:
-        raise ValueError(
+        raise ReinPatchInputError(
             f"{name} must have shape (T,), (T, C) or (T, C, S); got shape {array.shape}."
         )
     return pd.RangeIndex(array.shape[0]), array, [str(i) for i in range(array.shape[1])]
@@ -93,7 +95,7 @@ def _select(names: list[str], components: Sequence[str | int] | None) -> list[in
     for component in components:
         if isinstance(component, (int, np.integer)) and not isinstance(component, bool):
             if not -len(names) <= component < len(names):
-                raise ValueError(
+                raise ReinPatchInputError(
                     f"Component index {component} out of range: there are {len(names)} "
                     f"components ({names})."
                 )
@@ -101,9 +103,11 @@ def _select(names: list[str], components: Sequence[str | int] | None) -> list[in
         elif str(component) in names:
             chosen.append(names.index(str(component)))
         else:
-            raise ValueError(f"Unknown component {component!r}; the components are {names}.")
+            raise ReinPatchInputError(
+                f"Unknown component {component!r}; the components are {names}."
+            )
     if not chosen:
-        raise ValueError("components is empty: name at least one component to draw.")
+        raise ReinPatchInputError("components is empty: name at least one component to draw.")
     return chosen
 
 
@@ -119,27 +123,29 @@ def _check_starts(
     """
     array = np.asarray(starts)
     if array.size == 0:
-        raise ValueError(
+        raise ReinPatchInputError(
             f"{what} is empty: every window needs at least one patch, starting at position 0."
         )
     if not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)):
-        raise ValueError(f"{what} must hold integer positions, got dtype {array.dtype}.")
+        raise ReinPatchInputError(f"{what} must hold integer positions, got dtype {array.dtype}.")
     if np.issubdtype(array.dtype, np.floating):
         if not np.all(np.isfinite(array)) or not np.all(array == np.round(array)):
-            raise ValueError(f"{what} must hold integer positions, got {array.tolist()}.")
+            raise ReinPatchInputError(f"{what} must hold integer positions, got {array.tolist()}.")
     array = array.astype(np.int64)
     if array.ndim == 1:
         array = np.broadcast_to(array, (n_components, array.shape[0]))
     if array.ndim != 2:
-        raise ValueError(f"{what} must have shape (N,) or (C, N); got shape {array.shape}.")
+        raise ReinPatchInputError(
+            f"{what} must have shape (N,) or (C, N); got shape {array.shape}."
+        )
     if array.shape[0] != n_components:
-        raise ValueError(
+        raise ReinPatchInputError(
             f"{what} has {array.shape[0]} rows but the window has {n_components} component(s) "
             f"({names}): pass one row of starts per component, shape (C, N)."
         )
     for row, name in zip(array, names):
         if row[0] != 0:
-            raise ValueError(
+            raise ReinPatchInputError(
                 f"{what} of component {name!r} must begin at 0 (position 0 always starts the "
                 f"first patch); got {row.tolist()}."
             )
@@ -147,12 +153,12 @@ def _check_starts(
         if unused_slots and 0 < used < len(row) and np.all(row[used:] == length):
             row = row[:used]  # unused slots (an at-most budget) trail at `length`
         if np.any(np.diff(row) <= 0):
-            raise ValueError(
+            raise ReinPatchInputError(
                 f"{what} of component {name!r} must be strictly increasing (sorted, no "
                 f"repeats); got {row.tolist()}."
             )
         if row[-1] >= length:
-            raise ValueError(
+            raise ReinPatchInputError(
                 f"{what} of component {name!r} must lie in [0, {length}) for a window of "
                 f"{length} steps; got {row.tolist()}."
             )

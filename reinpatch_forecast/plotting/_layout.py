@@ -7,6 +7,8 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from ..errors import ReinPatchInputError
+
 #: Alternating fill colours of consecutive patches.
 DEFAULT_SHADES = ("#4c72b0", "#dd8452")
 _SHADE_ALPHA = 0.18
@@ -24,7 +26,7 @@ def _edges(index: pd.Index) -> np.ndarray:
     try:
         t = index.to_numpy(dtype=np.float64)
     except (TypeError, ValueError) as error:
-        raise ValueError(
+        raise ReinPatchInputError(
             f"The window's index must be datetimes or numbers, got {index.dtype}."
         ) from error
     mid = (t[:-1] + t[1:]) / 2

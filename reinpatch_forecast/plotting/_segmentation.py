@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from ..errors import ReinPatchInputError, ReinPatchTypeError
 from ._inputs import _boundaries_window, _check_starts, _is_boundaries, _select, _series_of
 from ._layout import (
     _SHADE_ALPHA,
@@ -91,7 +92,7 @@ def plot_segmentation(
     """
     if _is_boundaries(series_or_boundaries):
         if boundaries is not None:
-            raise TypeError(
+            raise ReinPatchTypeError(
                 "Pass either a PatchBoundaries alone, or a window and its starts; got a "
                 "PatchBoundaries and a second `boundaries` argument."
             )
@@ -100,13 +101,13 @@ def plot_segmentation(
         values, names = _boundaries_window(source)  # (L, C)
         starts = source.starts
         if values.ndim != 2 or values.shape[1] != len(names) or values.shape[0] != len(index):
-            raise ValueError(
+            raise ReinPatchInputError(
                 f"The PatchBoundaries is inconsistent: values of shape {values.shape}, "
                 f"{len(index)} time stamps and {len(names)} components."
             )
     else:
         if boundaries is None:
-            raise TypeError(
+            raise ReinPatchTypeError(
                 "No patch starts given: pass a PatchBoundaries (ReinPatchModel.patch_boundaries"
                 "()), or a window and its starts as `boundaries`."
             )
@@ -114,7 +115,7 @@ def plot_segmentation(
         if _is_boundaries(boundaries):
             length = len(boundaries.time_index)
             if values.shape[0] < length:
-                raise ValueError(
+                raise ReinPatchInputError(
                     f"The series has {values.shape[0]} steps, fewer than the {length} steps of "
                     "the PatchBoundaries' window."
                 )
@@ -128,7 +129,9 @@ def plot_segmentation(
             coarse_starts = getattr(source, "coarse_starts", None)
     length = values.shape[0]
     if length < 2:
-        raise ValueError(f"The window has {length} step(s); a segmentation needs at least 2.")
+        raise ReinPatchInputError(
+            f"The window has {length} step(s); a segmentation needs at least 2."
+        )
     from_model = _is_boundaries(series_or_boundaries) or _is_boundaries(boundaries)
     starts = _check_starts(starts, len(names), length, names,
                            unused_slots=from_model)  # (C, N)
@@ -137,7 +140,7 @@ def plot_segmentation(
         coarse = _check_starts(coarse_starts, len(names), length, names, "coarse_starts")
         for row, fine, name in zip(coarse, starts, names):
             if not np.isin(row, fine).all():
-                raise ValueError(
+                raise ReinPatchInputError(
                     f"coarse_starts of component {name!r} must be a subset of its starts "
                     f"(levels are nested); {sorted(set(row) - set(fine))} are not starts."
                 )

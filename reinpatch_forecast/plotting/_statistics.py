@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
+from ..errors import ReinPatchInputError, ReinPatchTypeError
 from ._inputs import _boundaries_window, _check_starts, _is_boundaries
 from ._layout import DEFAULT_SHADES
 
@@ -29,7 +30,9 @@ def _statistics_rows(boundaries: Any, values: Any) -> tuple[np.ndarray, np.ndarr
     )
     if is_list:
         if values is not None:
-            raise TypeError("Pass `values` only with a starts array, not with PatchBoundaries.")
+            raise ReinPatchTypeError(
+                "Pass `values` only with a starts array, not with PatchBoundaries."
+            )
         rows_starts, rows_values = [], []
         length = None
         for i, b in enumerate(boundaries):
@@ -37,7 +40,7 @@ def _statistics_rows(boundaries: Any, values: Any) -> tuple[np.ndarray, np.ndarr
             if length is None:
                 length = window.shape[0]
             if window.shape[0] != length:
-                raise ValueError(
+                raise ReinPatchInputError(
                     f"All windows must have the same length: PatchBoundaries 0 has {length} "
                     f"steps, PatchBoundaries {i} has {window.shape[0]}."
                 )
@@ -51,23 +54,25 @@ def _statistics_rows(boundaries: Any, values: Any) -> tuple[np.ndarray, np.ndarr
 
     if isinstance(boundaries, Sequence) and not isinstance(boundaries, (str, bytes)) \
             and len(boundaries) == 0:
-        raise ValueError("No boundaries given: the list of PatchBoundaries is empty.")
+        raise ReinPatchInputError("No boundaries given: the list of PatchBoundaries is empty.")
     if values is None:
-        raise TypeError(
+        raise ReinPatchTypeError(
             "Pass PatchBoundaries (one or a list), or a starts array together with `values`."
         )
     window = np.asarray(values, dtype=np.float64)
     if window.ndim == 1:
         window = window[None, :]
     if window.ndim != 2:
-        raise ValueError(f"values must have shape (L,) or (R, L); got shape {window.shape}.")
+        raise ReinPatchInputError(
+            f"values must have shape (L,) or (R, L); got shape {window.shape}."
+        )
     if window.size == 0:
-        raise ValueError(f"values is empty (shape {window.shape}).")
+        raise ReinPatchInputError(f"values is empty (shape {window.shape}).")
     starts = np.asarray(boundaries)
     if starts.ndim == 1:
         starts = starts[None, :]
     if starts.ndim == 2 and starts.shape[0] != window.shape[0]:
-        raise ValueError(
+        raise ReinPatchInputError(
             f"starts has {starts.shape[0]} row(s) but values has {window.shape[0]}: pass starts "
             "(R, N) with values (R, L), one row per window and component (for darts windows of "
             "shape (L, C), pass the PatchBoundaries objects themselves)."
@@ -147,11 +152,11 @@ def plot_boundary_statistics(
     4
     """
     if int(n_bins) < 1:
-        raise ValueError(f"n_bins must be >= 1, got {n_bins}.")
+        raise ReinPatchInputError(f"n_bins must be >= 1, got {n_bins}.")
     mask, window = _statistics_rows(boundaries, values)  # (R, L), (R, L)
     n_rows, length = window.shape
     if length < 2:
-        raise ValueError(f"The windows have {length} step(s); statistics need at least 2.")
+        raise ReinPatchInputError(f"The windows have {length} step(s); statistics need at least 2.")
 
     std = window.std(axis=1, keepdims=True)
     std = np.where(std > 0, std, 1.0)

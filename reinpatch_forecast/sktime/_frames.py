@@ -8,6 +8,8 @@ import numpy as np
 import pandas as pd
 from sktime.forecasting.base import ForecastingHorizon
 
+from ..errors import ReinPatchInputError
+
 __all__ = ["split_instances", "to_darts", "steps_and_index", "covariate_rows", "future_rows",
            "horizon_labels"]
 
@@ -61,14 +63,14 @@ def covariate_rows(X: pd.DataFrame, key: tuple, labels: pd.Index, what: str) -> 
     missing = labels.difference(frame.index)
     if len(missing):
         where = f" of the series {key!r}" if key else ""
-        raise ValueError(
+        raise ReinPatchInputError(
             f"X has no row at {missing[0]} (and {len(missing) - 1} more){where}, but {what} "
             f"needs X at every time point of y it reads. Pass X with the same time index as y."
         )
     values = frame.loc[labels].to_numpy(dtype=np.float32)  # (T, F)
     if not np.isfinite(values).all():
         row, column = np.argwhere(~np.isfinite(values))[0]
-        raise ValueError(
+        raise ReinPatchInputError(
             f"X has a missing or infinite value at {labels[row]} in column "
             f"{frame.columns[column]!r}, which {what} reads. Fill it first, e.g. with sktime's "
             "Imputer."

@@ -32,10 +32,11 @@ import numpy as np
 import pandas as pd
 from sktime.forecasting.base import BaseForecaster, ForecastingHorizon
 
+from ..errors import ReinPatchInputError
 from .._lightning import quiet_lightning, quiet_trainer_kwargs
-from ..options import ModelOptions, TrainingOptions, document_options, network_config, \
+from ..options import ModelOptions, TrainingOptions, build_network_config, document_options, \
     option_names, options_from
-from ..validation import check_finite_values, explain_non_numeric_y
+from ..checks import check_finite_values, explain_non_numeric_y
 from ._frames import (
     covariate_rows,
     future_rows,
@@ -299,36 +300,40 @@ class ReinPatchForecaster(BaseForecaster):
     def __post_init__(self) -> None:
         """Validate the parameters early, with messages that say what to change."""
         if self.likelihood not in _LIKELIHOODS:
-            raise ValueError(
+            raise ReinPatchInputError(
                 f"likelihood must be None, 'quantile' or 'gaussian', got {self.likelihood!r}."
             )
         if self.quantiles is not None:
             if self.likelihood != "quantile":
-                raise ValueError(
+                raise ReinPatchInputError(
                     "quantiles is used only with likelihood='quantile'; got "
                     f"likelihood={self.likelihood!r}. Set likelihood='quantile' or drop quantiles."
                 )
             if len(self.quantiles) == 0 or not all(0 < q < 1 for q in self.quantiles):
-                raise ValueError(
+                raise ReinPatchInputError(
                     f"quantiles must be levels strictly between 0 and 1, got {self.quantiles!r}."
                 )
         if not isinstance(self.num_samples, (int, np.integer)) or self.num_samples < 1:
-            raise ValueError(f"num_samples must be a positive integer, got {self.num_samples!r}.")
+            raise ReinPatchInputError(
+                f"num_samples must be a positive integer, got {self.num_samples!r}."
+            )
         if self.covariates not in ("future", "past"):
-            raise ValueError(
+            raise ReinPatchInputError(
                 f"covariates must be 'future' (X is known over the forecast horizon) or 'past' "
                 f"(only the history of X is used), got {self.covariates!r}."
             )
         if not isinstance(self.n_epochs, (int, np.integer)) or self.n_epochs < 1:
-            raise ValueError(f"n_epochs must be a positive integer, got {self.n_epochs!r}.")
+            raise ReinPatchInputError(
+                f"n_epochs must be a positive integer, got {self.n_epochs!r}."
+            )
         from ..nn import DEFAULT_POLICY, PATCHER_NAMES
 
         if isinstance(self.patcher, str) and self.patcher in PATCHER_NAMES:
             # the horizon is not known before fit; any valid one checks the other sizes. A
             # pretrained patcher (and its policy) is checked by the darts model at fit.
             model, training = options_from(self.get_params(deep=False))
-            network_config(model, training, self.input_chunk_length, output_length=1,
-                           policy=self.policy or DEFAULT_POLICY, patcher_name=self.patcher)
+            build_network_config(model, training, self.input_chunk_length, output_length=1,
+                                 policy=self.policy or DEFAULT_POLICY, patcher_name=self.patcher)
 
     # -- darts model ------------------------------------------------------------------------
     def _seed(self) -> int | None:
@@ -418,13 +423,13 @@ class ReinPatchForecaster(BaseForecaster):
         for key, frame in instances:
             name = f"The series {key!r}" if key else "The series"
             if frame.isna().to_numpy().any():
-                raise ValueError(
+                raise ReinPatchInputError(
                     f"{name} contains missing values; ReinPatchForecaster needs complete "
                     "series. Fill them first, e.g. with sktime's Imputer in a pipeline: "
                     "Imputer() * ReinPatchForecaster(...)."
                 )
             if len(frame) < min_length:
-                raise ValueError(
+                raise ReinPatchInputError(
                     f"{name} has {len(frame)} time steps, but {purpose} needs at least "
                     f"{min_length}. Pass a longer series, or use a smaller input_chunk_length "
                     f"(now {self.input_chunk_length}) or a shorter forecasting horizon."
@@ -440,7 +445,7 @@ class ReinPatchForecaster(BaseForecaster):
         """``(steps ahead, time index)`` of ``fh`` per series; every step must be out of sample."""
         steps = [steps_and_index(fh, frame) for _, frame in instances]
         if min(int(ahead.min()) for ahead, _ in steps) < 1:
-            raise ValueError(
+            raise ReinPatchInputError(
                 f"ReinPatchForecaster forecasts only out of sample, but fh={list(fh)} contains "
                 "steps at or before the end of a series. Use steps 1, 2, ... after the cutoff."
             )
@@ -459,7 +464,7 @@ class ReinPatchForecaster(BaseForecaster):
                 ("pretrained network", "pretrain", "pretrain a new forecaster") if pretrained
                 else ("network", "fit or pretrain", "fit again")
             )
-            raise ValueError(
+            raise ReinPatchInputError(
                 f"fh reaches {steps} steps ahead, but the {network} forecasts {limit} steps (the "
                 f"largest fh step given to {given}). Use fh steps up to {limit}, or {fix} with a "
                 "longer fh."
@@ -544,7 +549,7 @@ class ReinPatchForecaster(BaseForecaster):
         instances = [(key, frame) for key, frame, _, _ in plans]
         series = to_darts([frame for _, frame in instances], tail=self.input_chunk_length)
         if self._cur_X is not None and self.covariates == "future" and X is None:
-            raise ValueError(
+            raise ReinPatchInputError(
                 "This forecaster was fitted with X as future covariates (covariates='future'), "
                 "so predict needs X at the steps of fh. Pass X, or use covariates='past'."
             )
@@ -658,7 +663,7 @@ class ReinPatchForecaster(BaseForecaster):
         self : reference to self
         """
         if fh is None:
-            raise ValueError(
+            raise ReinPatchInputError(
                 "pretrain needs fh: its largest step is the horizon of the pretrained network, "
                 "e.g. pretrain(y_panel, fh=[1, 2, 3])."
             )

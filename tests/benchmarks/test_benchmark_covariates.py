@@ -43,7 +43,7 @@ def _frame(rows: int = ROWS) -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def data(covariates):
-    from reinpatch_forecast.datasets import prepare_ltsf
+    from reinpatch_forecast.data import prepare_ltsf
 
     splits = prepare_ltsf(_frame(), "ETTh1", LOOKBACK, HORIZON)
     return splits, covariates.covariate_data(splits)

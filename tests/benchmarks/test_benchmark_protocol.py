@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reinpatch_forecast import datasets as ds
-from reinpatch_forecast.datasets import (
+from reinpatch_forecast import data as ds
+from reinpatch_forecast.data import (
     LTSF_DATASETS,
     LTSF_HORIZONS,
     load_ltsf_frame,

@@ -241,7 +241,7 @@ def test_installed_console_script_help():
 
 
 def test_pretrain_patcher_writes_a_loadable_patcher(tmp_path, capsys):
-    from reinpatch_forecast.foundation import file_sha256, load_patcher
+    from reinpatch_forecast.patcher_io import file_sha256, load_patcher
 
     out = tmp_path / "patchers" / "mine.pt"
     code = main(["pretrain-patcher", "--out", str(out), "--lookback", "32", "--horizon", "8",

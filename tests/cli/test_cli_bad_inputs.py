@@ -106,7 +106,7 @@ def foreign_patcher(tmp: Path, model: str) -> list[str]:
 
 
 def patcher_file_with_another_policy(tmp: Path, model: str) -> list[str]:
-    from reinpatch_forecast.foundation import save_patcher
+    from reinpatch_forecast.patcher_io import save_patcher
     from reinpatch_forecast.nn import LearnedPatcher
 
     save_patcher(LearnedPatcher(policy="offset", hidden_size=8, n_layers=1), tmp / "p.pt")
@@ -117,7 +117,7 @@ def patcher_file_with_another_policy(tmp: Path, model: str) -> list[str]:
 def version_1_patcher_file(tmp: Path, model: str) -> list[str]:
     import torch
 
-    from reinpatch_forecast.foundation import patcher_state
+    from reinpatch_forecast.patcher_io import patcher_state
     from reinpatch_forecast.nn import LearnedPatcher
 
     state = patcher_state(LearnedPatcher(policy="topk", hidden_size=8, n_layers=1))
@@ -152,7 +152,7 @@ CASES = [
     Case("policy_other_than_the_patcher_file", patcher_file_with_another_policy, 1,
          r"policy='density' but the given patcher was trained with policy='offset'"),
     Case("version_1_patcher_file", version_1_patcher_file, 1,
-         r"is a version-1 patcher .* Pretrain a new patcher"),
+         r"has patcher format version 1; .* Pretrain a new patcher"),
     Case("negative_lookback", fit_on(sine_values(60), options=("--lookback", "-3")), 2,
          r"expected a positive integer"),
     Case("patcher_file_of_another_format", foreign_patcher, 1,

@@ -19,7 +19,7 @@ import torch
 from support import TINY_DARTS, darts_model, darts_series, sine_values
 
 from reinpatch_forecast import ReinPatchModel
-from reinpatch_forecast.foundation import load_patcher, save_patcher
+from reinpatch_forecast.patcher_io import load_patcher, save_patcher
 from reinpatch_forecast.nn import LearnedPatcher
 
 

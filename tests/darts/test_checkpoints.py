@@ -20,7 +20,7 @@ from support import TINY_DARTS, darts_series, sine_values, start_script
 from reinpatch_forecast import ReinPatchModel
 from reinpatch_forecast.darts import checkpoints
 from reinpatch_forecast.darts.checkpoints import TEMPORARY_SUFFIX, AtomicCheckpointIO
-from reinpatch_forecast.validation import check_saved_file
+from reinpatch_forecast.checks import check_saved_file
 
 SCRIPT = Path(__file__).parent / "scripts" / "checkpointed_fit.py"
 LENGTH = 300  # training series of the killed fit: an epoch of ~18 steps

@@ -12,7 +12,7 @@ from torchmetrics import MeanAbsoluteError
 from reinpatch_forecast import ReinPatchModel
 from reinpatch_forecast._lightning import quiet_trainer_kwargs
 from reinpatch_forecast.darts import PatchBoundaries
-from reinpatch_forecast.foundation import save_patcher
+from reinpatch_forecast.patcher_io import save_patcher
 from reinpatch_forecast.nn import LearnedPatcher
 
 

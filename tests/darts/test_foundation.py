@@ -10,15 +10,14 @@ import torch
 from darts import TimeSeries
 
 from reinpatch_forecast import patcher_io
-from reinpatch_forecast.corpus import SYNTHETIC_KINDS, synthetic_series
-from reinpatch_forecast.foundation import (
+from reinpatch_forecast.foundation import SYNTHETIC_KINDS, pretrain_patcher, synthetic_series
+from reinpatch_forecast.patcher_io import (
     PATCHER_VERSION,
     PRETRAINED_SHA256,
     file_sha256,
     load_patcher,
     load_pretrained_patcher,
     patcher_state,
-    pretrain_patcher,
     pretrained_patcher_path,
     save_patcher,
 )
@@ -206,7 +205,7 @@ def test_a_given_patcher_keeps_its_policy(make_model, tmp_path, given):
 
 
 def _version_1_file(path) -> None:
-    """A patcher file as the first version wrote it (top-k policy with a uniform prior)."""
+    """A patcher file of format version 1 (a top-k policy with a uniform prior)."""
     state = patcher_state(LearnedPatcher(policy="topk", hidden_size=8, n_layers=1))
     state["version"] = 1
     state["config"] = {"hidden_size": 8, "n_layers": 1, "kernel_size": 3, "uniform_prior": 3.0}
@@ -216,8 +215,8 @@ def _version_1_file(path) -> None:
 def test_version_1_patcher_file_is_refused_clearly(make_model, tmp_path):
     path = tmp_path / "old.pt"
     _version_1_file(path)
-    message = (r"is a version-1 patcher .* no longer runs: it reads version 2\. Pretrain a new "
-               r"patcher with reinpatch_forecast\.foundation\.pretrain_patcher")
+    message = (r"has patcher format version 1; .* reads version 2\. Pretrain a new patcher with "
+               r"reinpatch_forecast\.foundation\.pretrain_patcher")
     with pytest.raises(ValueError, match=message):
         load_patcher(path)
     for kwargs in (dict(patcher=path), dict(patcher_init=path)):

@@ -14,7 +14,7 @@ from darts.utils.likelihood_models.torch import QuantileRegression
 from support import TINY_DARTS, assert_same_arrays, darts_series, sine_values
 
 from reinpatch_forecast import ReinPatchModel
-from reinpatch_forecast.foundation import load_patcher, save_patcher
+from reinpatch_forecast.patcher_io import load_patcher, save_patcher
 
 
 @pytest.fixture(scope="module")

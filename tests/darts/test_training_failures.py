@@ -15,7 +15,7 @@ from support import TINY_DARTS, darts_series, sine_values
 
 from reinpatch_forecast import ReinPatchModel
 from reinpatch_forecast._lightning import quiet_trainer_kwargs
-from reinpatch_forecast.validation import TrainingDivergedError
+from reinpatch_forecast.errors import TrainingDivergedError
 
 
 class PoisonAtEpoch(pl.Callback):

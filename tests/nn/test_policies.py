@@ -80,7 +80,7 @@ def test_a_new_two_level_patcher_decodes_the_uniform_patchers_levels(policy, len
 
 
 def test_topk_keeps_its_random_initialisation():
-    """The ablation is the first version's policy: its head is not zero-initialised."""
+    """The top-k ablation's head is not zero-initialised (zero scores would tie)."""
     patcher = LearnedPatcher(policy="topk", hidden_size=8, n_layers=2)
     assert patcher.output.weight.abs().sum() > 0
 

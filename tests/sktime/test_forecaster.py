@@ -358,7 +358,7 @@ def test_policy_reaches_the_darts_model(airline, policy):
 
 
 def test_a_given_patcher_keeps_its_policy(airline, tmp_path):
-    from reinpatch_forecast.foundation import save_patcher
+    from reinpatch_forecast.patcher_io import save_patcher
     from reinpatch_forecast.nn import LearnedPatcher
 
     torch.manual_seed(0)
@@ -372,7 +372,7 @@ def test_a_given_patcher_keeps_its_policy(airline, tmp_path):
 
 # -- foundation patcher and two levels ---------------------------------------------------------
 def test_shipped_foundation_patcher_zero_shot_and_as_init(airline):
-    from reinpatch_forecast.foundation import load_pretrained_patcher
+    from reinpatch_forecast.patcher_io import load_pretrained_patcher
 
     shipped = [p.detach().clone() for p in load_pretrained_patcher().parameters()]
     zero_shot = tiny(patcher="pretrained", n_epochs=1).fit(airline, fh=[1, 2, 3])

@@ -12,7 +12,7 @@ from support import sine_values, sktime_series
 from support import sktime_forecaster as tiny
 from sktime.exceptions import NotFittedError
 
-from reinpatch_forecast.foundation import save_patcher
+from reinpatch_forecast.patcher_io import save_patcher
 from reinpatch_forecast.nn import LearnedPatcher
 
 
@@ -104,7 +104,7 @@ def patcher_with_another_policy(tmp):
 def version_1_patcher_file(tmp):
     import torch
 
-    from reinpatch_forecast.foundation import patcher_state
+    from reinpatch_forecast.patcher_io import patcher_state
 
     state = patcher_state(LearnedPatcher(policy="topk", hidden_size=8, n_layers=1))
     state["version"] = 1
@@ -167,7 +167,7 @@ CASES = [
          r"policy='density' but the given patcher was trained with policy='offset': a "
          r"pretrained patcher keeps its policy\. Leave policy=None"),
     Case("version_1_patcher_file", version_1_patcher_file, ValueError,
-         r"is a version-1 patcher .* Pretrain a new patcher"),
+         r"has patcher format version 1; .* Pretrain a new patcher"),
     Case("predict_before_fit", lambda tmp: tiny().predict(fh=[1, 2]), NotFittedError,
          r"has not been fitted yet\. Please call `fit` first"),
     Case("patcher_file_of_another_format", foreign_patcher_file, ValueError,

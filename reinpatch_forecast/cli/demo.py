@@ -14,15 +14,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-import numpy as np
 from darts import TimeSeries, concatenate
 from darts.metrics import mae, mse
 from darts.models import NaiveSeasonal
 from darts.models.forecasting.forecasting_model import ForecastingModel
 
-from ._lightning import quiet_trainer_kwargs
-from .darts import ReinPatchModel
-from .datasets import load_bundled_etth1, prepare_ltsf
+from .._lightning import quiet_trainer_kwargs
+from ..darts import ReinPatchModel
+from ..data import load_bundled_etth1, prepare_ltsf
 
 
 @dataclass
@@ -55,19 +54,32 @@ class DemoResult:
     patcher: str | None = None
 
 
-def _series(values: np.ndarray, dates, columns) -> TimeSeries:
-    return TimeSeries.from_times_and_values(dates, values, columns=list(columns), freq="h")
+def demo_splits(lookback: int = 96, horizon: int = 24) -> tuple[TimeSeries, TimeSeries]:
+    """The shipped ETTh1's training and validation splits, scaled on the training rows.
+
+    Returns
+    -------
+    train, val : darts.TimeSeries
+        The standard LTSF split (:func:`~reinpatch_forecast.data.prepare_ltsf`); ``val``
+        starts ``lookback`` rows before its first target step.
+    """
+    splits = prepare_ltsf(load_bundled_etth1(), "ETTh", lookback, horizon)
+
+    def series(part: str) -> TimeSeries:
+        return TimeSeries.from_times_and_values(splits.dates[part], getattr(splits, part),
+                                                columns=list(splits.columns), freq="h")
+
+    return series("train"), series("val")
 
 
 def demo_model(patcher: str = "learned", lookback: int = 96, horizon: int = 24, epochs: int = 4,
                seed: int = 0, verbose: bool = True) -> ReinPatchModel:
-    """The demo's (unfitted) model: ``patcher`` with the package's default policy, R = 8,
-    ``group_size=4``, ``kl_coef=0.1``, ``d_model=32``, 2 layers, batch 32. The documentation's
-    figures (``docs/_scripts/make_figures.py``) train this same model; ``verbose`` shows
-    Lightning's progress bar."""
+    """The demo's (unfitted) model: ``patcher`` with every option at its default but a smaller
+    Transformer (``d_model=32``, so that the demo trains in about a minute on a CPU),
+    batch 32. The documentation's figures train this same model; ``verbose`` shows Lightning's
+    progress bar."""
     return ReinPatchModel(
-        input_chunk_length=lookback, output_chunk_length=horizon, compression_rate=8,
-        patcher=patcher, group_size=4, kl_coef=0.1, d_model=32, n_layers=2, dropout=0.1,
+        input_chunk_length=lookback, output_chunk_length=horizon, patcher=patcher, d_model=32,
         batch_size=32, n_epochs=epochs, random_state=seed,
         pl_trainer_kwargs=quiet_trainer_kwargs(progress=verbose),
     )
@@ -96,9 +108,7 @@ def run_demo(lookback: int = 96, horizon: int = 24, epochs: int = 4,
         One per model, in table order: ReinPatch with the learned patcher, the same network
         with uniform patches, ``NaiveSeasonal`` (K = 24); each with its fitted model.
     """
-    splits = prepare_ltsf(load_bundled_etth1(), "ETTh", lookback, horizon)
-    train = _series(splits.train, splits.dates["train"], splits.columns)
-    val = _series(splits.val, splits.dates["val"], splits.columns)
+    train, val = demo_splits(lookback, horizon)
     start = val.time_index[lookback]  # first target step of the validation split
 
     def evaluate(name: str, forecasts: list[TimeSeries], seconds: float,

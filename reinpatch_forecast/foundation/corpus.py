@@ -19,6 +19,8 @@ import os
 
 import numpy as np
 
+from ..errors import ReinPatchInputError
+
 __all__ = ["SYNTHETIC_KINDS", "synthetic_series", "library_series", "ltsf_training_series",
            "default_corpus"]
 
@@ -46,7 +48,9 @@ def synthetic_series(n_series: int = 48, length: int = 1024,
         ``{"synthetic/<kind>/<i>": (length,) float64}``.
     """
     if n_series < 1 or length < 2:
-        raise ValueError(f"need n_series >= 1 and length >= 2, got {n_series} and {length}.")
+        raise ReinPatchInputError(
+            f"need n_series >= 1 and length >= 2, got {n_series} and {length}."
+        )
     rng = np.random.default_rng(random_state)
     t = np.arange(length, dtype=np.float64)
     out = {}
@@ -133,7 +137,7 @@ def ltsf_training_series(data_dir: str | os.PathLike,
         ``{"ltsf/<dataset>/<column>": (T_train,) float64}``, unscaled (the network normalises
         every window itself).
     """
-    from .datasets import load_ltsf_frame, split_borders
+    from ..data import load_ltsf_frame, split_borders
 
     out = {}
     for name in datasets:

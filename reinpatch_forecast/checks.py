@@ -14,9 +14,10 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from .errors import ReinPatchInputError, ReinPatchTypeError, SavedOnGPUError
+
 __all__ = [
     "MAX_ABS_VALUE",
-    "TrainingDivergedError",
     "nonfinite_problem",
     "check_finite_values",
     "explain_non_numeric_y",
@@ -24,10 +25,6 @@ __all__ = [
     "check_saved_file",
     "load_error",
 ]
-
-
-class TrainingDivergedError(RuntimeError):
-    """Training stopped because the loss became NaN or infinite."""
 
 
 #: Largest magnitude a series may reach. The network computes in float32, and both the instance
@@ -87,7 +84,7 @@ def check_finite_values(values: np.ndarray, name: str, index: Sequence | None = 
     """Raise a ``ValueError`` if ``values`` has NaN, infinite or too large entries."""
     problem = nonfinite_problem(values, index)
     if problem is not None:
-        raise ValueError(f"{name} {problem}{hint}.")
+        raise ReinPatchInputError(f"{name} {problem}{hint}.")
 
 
 def explain_non_numeric_y(error: TypeError, y: Any, name: str = "y") -> TypeError | None:
@@ -107,7 +104,7 @@ def explain_non_numeric_y(error: TypeError, y: Any, name: str = "y") -> TypeErro
             if not (pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype))
         ]
         columns = f": {', '.join(bad)}" if bad else ""
-    return TypeError(
+    return ReinPatchTypeError(
         f"{name} has non-numeric (categorical) columns{columns}. ReinPatchForecaster forecasts "
         f"numeric series only: convert these columns to numbers (e.g. {name}[col] = "
         f"pd.to_numeric({name}[col])) or drop them ({name}.select_dtypes('number'))."
@@ -140,11 +137,11 @@ def check_darts_series(series: Any, argument: str, min_length: int, purpose: str
     single = isinstance(series, TimeSeries)
     series_list = [series] if single else list(series)
     if not series_list:
-        raise ValueError(f"`{argument}` is an empty list: pass at least one series.")
+        raise ReinPatchInputError(f"`{argument}` is an empty list: pass at least one series.")
     for i, s in enumerate(series_list):
         name = f"`{argument}`" if single else f"`{argument}[{i}]`"
         if len(s) < min_length:
-            raise ValueError(
+            raise ReinPatchInputError(
                 f"{name} has {len(s)} time steps, but {purpose} needs at least {min_length}. "
                 f"{fix}"
             )
@@ -176,7 +173,7 @@ def check_saved_file(path: str | os.PathLike, what: str = "saved model") -> None
     )
     if not zipfile.is_zipfile(path):
         size = os.path.getsize(path)
-        raise ValueError(
+        raise ReinPatchInputError(
             f"The {what} {path!r} ({size} bytes) is truncated or corrupted: it is not a file "
             f"written by torch.save / ReinPatchModel.save. {fix}"
         )
@@ -187,12 +184,12 @@ def check_saved_file(path: str | os.PathLike, what: str = "saved model") -> None
                 return  # written without checksums (torch.serialization.set_crc32_options)
             broken = archive.testzip()
     except (zipfile.BadZipFile, OSError, EOFError, ValueError) as error:
-        raise ValueError(
+        raise ReinPatchInputError(
             f"The {what} {path!r} is truncated or corrupted ({type(error).__name__}: {error}). "
             f"{fix}"
         ) from error
     if broken is not None:
-        raise ValueError(
+        raise ReinPatchInputError(
             f"The {what} {path!r} is corrupted: its part {broken!r} fails its checksum. {fix}"
         )
 
@@ -208,12 +205,12 @@ def load_error(path: str | os.PathLike, error: BaseException) -> Exception:
     if len(detail) > 300:
         detail = detail[:300] + "..."
     if "cuda" in str(error).lower():
-        return RuntimeError(
+        return SavedOnGPUError(
             f"Cannot load the model at {path!r} on this machine: it was saved on a GPU "
             f"({detail}). Load it on the CPU with map_location='cpu', e.g. "
             f"ReinPatchModel.load({path!r}, map_location='cpu')."
         )
-    return ValueError(
+    return ReinPatchInputError(
         f"Cannot load {path!r} as a ReinPatchModel ({detail}): it is not a model saved with "
         "ReinPatchModel.save, or it was saved by an incompatible version of reinpatch-forecast "
         "or darts. Re-save the model with model.save(path) from the session that trained it."

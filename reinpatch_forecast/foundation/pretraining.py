@@ -1,10 +1,8 @@
-"""The foundation patcher: pretrain a standalone patcher on many series, to reuse frozen.
+"""Pretraining a foundation patcher: a standalone patcher trained on many series.
 
 :func:`pretrain_patcher` trains a patcher by GRPG over a corpus of univariate series with a
 throwaway backbone, through the one training engine (:class:`~reinpatch_forecast.ReinPatchModel`
-on a list of series). The package ships one such patcher
-(:func:`pretrained_patcher_path`), used by ``ReinPatchModel(patcher="pretrained")``. The file
-format itself lives in :mod:`~reinpatch_forecast.patcher_io`; its functions are re-exported here.
+on a list of series); :func:`~reinpatch_forecast.patcher_io.save_patcher` writes it.
 """
 
 from __future__ import annotations
@@ -15,25 +13,14 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import torch
 
-from ._lightning import quiet_trainer_kwargs
-from .nn import DEFAULT_POLICY, LearnedPatcher
-from .patcher_io import (
-    PATCHER_FORMAT,
-    PATCHER_VERSION,
-    PRETRAINED_SHA256,
-    file_sha256,
-    load_patcher,
-    load_pretrained_patcher,
-    patcher_from_state,
-    patcher_state,
-    pretrained_patcher_path,
-    save_patcher,
-)
+from ..errors import ReinPatchInputError
+from .._lightning import quiet_trainer_kwargs
+from ..nn import DEFAULT_POLICY, LearnedPatcher
+from ..nn.learned_patcher import DEFAULT_PATCHER_SIZES
+from ..options import PRETRAINING, option_default
+from ..patcher_io import patcher_from_state, patcher_state
 
-__all__ = ["PATCHER_FORMAT", "PATCHER_VERSION", "PRETRAINED_SHA256", "patcher_state",
-           "patcher_from_state", "save_patcher", "load_patcher", "pretrained_patcher_path",
-           "load_pretrained_patcher", "file_sha256", "PretrainEpoch", "PretrainResult",
-           "pretrain_patcher"]
+__all__ = ["PretrainEpoch", "PretrainResult", "pretrain_patcher"]
 
 
 @dataclass
@@ -89,7 +76,7 @@ def _corpus_arrays(corpus: Mapping[str, Any] | Sequence[Any]) -> dict[str, np.nd
     for name, series in items:
         if isinstance(series, TimeSeries):
             if series.n_components != 1 or series.n_samples != 1:
-                raise ValueError(
+                raise ReinPatchInputError(
                     f"Corpus series {name!r} has {series.n_components} components and "
                     f"{series.n_samples} samples; the corpus takes univariate deterministic "
                     "series: split a multivariate series into its components."
@@ -100,36 +87,36 @@ def _corpus_arrays(corpus: Mapping[str, Any] | Sequence[Any]) -> dict[str, np.nd
             if values.ndim == 2 and 1 in values.shape:
                 values = values.reshape(-1)
             if values.ndim != 1:
-                raise ValueError(
+                raise ReinPatchInputError(
                     f"Corpus series {name!r} has shape {values.shape}; the corpus takes "
                     "univariate series (1-D): split a multivariate series into its columns."
                 )
         if not np.isfinite(values).all():
-            raise ValueError(
+            raise ReinPatchInputError(
                 f"Corpus series {name!r} has NaN or infinite values; fill them (e.g. "
                 "pandas' interpolate) or leave the series out."
             )
         arrays[str(name)] = values.astype(np.float32)
     if not arrays:
-        raise ValueError("The corpus is empty: pass at least one series.")
+        raise ReinPatchInputError("The corpus is empty: pass at least one series.")
     return arrays
 
 
 def pretrain_patcher(
     corpus: Mapping[str, Any] | Sequence[Any],
-    input_chunk_length: int = 64,
-    output_chunk_length: int = 16,
-    compression_rate: float = 8,
-    group_size: int = 4,
-    n_epochs: int = 4,
-    batch_size: int = 64,
-    max_windows_per_series: int | None = 256,
+    input_chunk_length: int = PRETRAINING.input_chunk_length,
+    output_chunk_length: int = PRETRAINING.output_chunk_length,
+    compression_rate: float = option_default("compression_rate"),
+    group_size: int = option_default("group_size"),
+    n_epochs: int = PRETRAINING.n_epochs,
+    batch_size: int = PRETRAINING.batch_size,
+    max_windows_per_series: int | None = PRETRAINING.max_windows_per_series,
     val_fraction: float = 0.2,
-    d_model: int = 32,
-    n_layers: int = 1,
+    d_model: int = PRETRAINING.d_model,
+    n_layers: int = PRETRAINING.n_layers,
     learning_rate: float = 1e-3,
-    kl_coef: float = 0.1,
-    hidden_size: int = 32,
+    kl_coef: float = option_default("kl_coef"),
+    hidden_size: int = DEFAULT_PATCHER_SIZES["hidden_size"],
     policy: str = DEFAULT_POLICY,
     random_state: int = 0,
     verbose: bool = False,
@@ -184,10 +171,10 @@ def pretrain_patcher(
     from darts import TimeSeries
     from pytorch_lightning.callbacks import Callback
 
-    from .darts import ReinPatchModel
+    from ..darts import ReinPatchModel
 
     if not 0.0 < val_fraction < 1.0:
-        raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction}.")
+        raise ReinPatchInputError(f"val_fraction must be in (0, 1), got {val_fraction}.")
     arrays = _corpus_arrays(corpus)
     window = input_chunk_length + output_chunk_length
     train, val, too_short = [], [], []
@@ -205,7 +192,7 @@ def pretrain_patcher(
         val.append(TimeSeries.from_values(values[-(n_val + input_chunk_length):]))
     if too_short:
         need = window + output_chunk_length
-        raise ValueError(
+        raise ReinPatchInputError(
             f"{len(too_short)} corpus series are too short for a training window "
             f"(input_chunk_length + output_chunk_length = {window}) plus a held-out tail of "
             f"val_fraction={val_fraction} (at least {output_chunk_length} steps), i.e. about "
@@ -235,7 +222,7 @@ def pretrain_patcher(
         input_chunk_length=input_chunk_length, output_chunk_length=output_chunk_length,
         compression_rate=compression_rate, patcher="learned", patcher_init=initial,
         group_size=group_size, kl_coef=kl_coef, d_model=d_model, n_layers=n_layers,
-        n_heads=4, batch_size=batch_size, n_epochs=n_epochs,
+        batch_size=batch_size, n_epochs=n_epochs,
         optimizer_kwargs={"lr": learning_rate}, random_state=random_state,
         pl_trainer_kwargs=trainer_kwargs,
     )
