@@ -10,7 +10,8 @@ other exception, a bug, show its traceback.
 from __future__ import annotations
 
 __all__ = ["ReinPatchError", "ReinPatchInputError", "ReinPatchTypeError",
-           "ReinPatchFileNotFoundError", "TrainingDivergedError", "SavedOnGPUError"]
+           "NonNumericColumnsError", "ReinPatchFileNotFoundError", "TrainingDivergedError",
+           "SavedOnGPUError"]
 
 
 class ReinPatchError(Exception):
@@ -23,6 +24,11 @@ class ReinPatchInputError(ReinPatchError, ValueError):
 
 class ReinPatchTypeError(ReinPatchError, TypeError):
     """An input of the wrong type, such as a non-numeric column."""
+
+
+class NonNumericColumnsError(ReinPatchInputError, TypeError):
+    """Columns that do not hold numbers (text, categories, dates): a bad value of a table and a
+    wrong type of its columns, so both ``ValueError`` and ``TypeError``."""
 
 
 class ReinPatchFileNotFoundError(ReinPatchError, FileNotFoundError):

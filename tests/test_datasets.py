@@ -236,14 +236,16 @@ def test_load_missing_date_column(tmp_path: Path) -> None:
 
 def test_load_non_numeric_column(tmp_path: Path) -> None:
     path = _write(tmp_path / "x.csv", "date,a,b\n2020-01-01,1,x\n2020-01-02,2,y\n")
-    with pytest.raises(ValueError, match=r"non-numeric column\(s\) \['b'\]"):
+    with pytest.raises(ValueError, match=r"x\.csv' has non-numeric column\(s\) 'b' \(str\)\. "
+                       r"Every column must hold numbers \(booleans count as 0 / 1\): convert "
+                       r"them to numbers \(pd\.to_numeric\) or drop them\."):
         load_ltsf_frame(path)
 
 
 def test_load_nan_cell(tmp_path: Path) -> None:
     path = _write(tmp_path / "x.csv", "date,a,b\n2020-01-01,1,2\n2020-01-02,,3\n2020-01-03,NaN,4\n")
-    with pytest.raises(ValueError, match=r"2 NaN / empty cell\(s\) in column\(s\) \['a'\] "
-                       r"\(first at data row 1\)"):
+    with pytest.raises(ValueError, match=r"x\.csv' contains 2 NaN values in column\(s\) 'a' "
+                       r"\(first at 2020-01-02 00:00:00\)\. Fill or drop the empty cells"):
         load_ltsf_frame(path)
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..checks import pad_future_covariates
 from ..options import option_names
 from ._common import CLIError, make_parent, one_line, output_path, quiet, save_figure, \
     trainer_kwargs
@@ -168,10 +169,10 @@ def predict_command(args: argparse.Namespace) -> int:
         future = covariate_rows(data, "future", kinds["future"], data.end - lookback,
                                 data.end + n, purpose)
         if n < horizon:
-            # darts wants the future covariates of a whole horizon; step i of the forecast reads
-            # only those of step i, so repeating the last row fills steps that are not returned
-            last = future.values()[-1:]
-            future = future.append_values(np.repeat(last, horizon - n, axis=0))
+            # darts wants the future covariates of a whole horizon; the steps after n are not
+            # returned, so they take the last known values
+            padded = pad_future_covariates(future.values(), lookback + horizon)
+            future = future.append_values(padded[len(future):])
         covariates["future_covariates"] = future
     out = output_path(args.out)
     with quiet():

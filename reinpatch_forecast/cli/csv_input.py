@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from ..checks import check_finite_values, check_numeric_columns, numeric_values
 from ._common import CLIError, one_line
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -99,11 +100,10 @@ def read_csv(path_text: str, date_column: str, targets: Sequence[str] | None,
     if not dates.is_monotonic_increasing or dates.has_duplicates:
         raise CLIError(f"the dates in {path_text} must be strictly increasing")
     extra = [c for cols in covariates.values() for c in cols]
-    non_numeric = [c for c in [*targets, *extra] if not pd.api.types.is_numeric_dtype(frame[c])
-                   or pd.api.types.is_bool_dtype(frame[c])]
-    if non_numeric:
-        raise CLIError(f"column(s) {quoted(non_numeric)} of {path_text} are not numeric")
-    values = frame[targets].to_numpy(dtype=np.float32)  # (T, C)
+    check_numeric_columns(frame[list(dict.fromkeys([*targets, *extra]))], path_text,
+                          fix="convert them to numbers, or leave them out (name the target "
+                          "columns with --target).")
+    values = numeric_values(frame[targets])  # (T, C) float64: checked before the float32 cast
     end = len(values)
     if covariates or future_rows:
         # trailing rows whose target cells are all empty are the known future of covariates
@@ -111,16 +111,16 @@ def read_csv(path_text: str, date_column: str, targets: Sequence[str] | None,
         if len(filled) == 0:
             raise CLIError(f"{path_text} has no values in the target columns {quoted(targets)}")
         end = int(filled[-1]) + 1
-    if not np.isfinite(values[:end]).all():
-        bad = int((~np.isfinite(values[:end])).sum())
-        raise CLIError(f"{path_text} has {bad} empty or non-finite value(s) in the target columns")
+    check_finite_values(values[:end], path_text, dates[:end], columns=targets,
+                        fix="Fill the empty cells of the target columns and replace "
+                        "infinite values.")
     table = None
     try:
-        series = TimeSeries.from_times_and_values(dates[:end], values[:end], columns=targets,
-                                                  freq=freq)
+        series = TimeSeries.from_times_and_values(
+            dates[:end], values[:end].astype(np.float32), columns=targets, freq=freq)
         if extra:
             table = TimeSeries.from_times_and_values(
-                dates, frame[extra].to_numpy(dtype=np.float32), columns=extra,
+                dates, numeric_values(frame[extra], np.float32), columns=extra,
                 freq=freq or series.freq_str,
             )
     except ValueError as error:
@@ -133,7 +133,8 @@ def read_csv(path_text: str, date_column: str, targets: Sequence[str] | None,
 def covariate_rows(data: CSVData, kind: str, columns: Sequence[str], start: int, stop: int,
                    purpose: str, hint: str = "") -> "TimeSeries":
     """The ``kind`` covariate ``columns`` of ``data`` over rows ``start:stop``; every value
-    there must be given (``stop`` may pass the target's end: the known future rows)."""
+    there must be given and finite (``stop`` may pass the target's end: the known future rows).
+    """
     rows = len(data.table)
     if stop > rows:
         after = data.series.end_time()
@@ -144,15 +145,13 @@ def covariate_rows(data: CSVData, kind: str, columns: Sequence[str], start: int,
             f"cells empty{hint}"
         )
     part = data.table[list(columns)][start:stop]
-    bad = ~np.isfinite(part.values(copy=False))
-    if bad.any():
-        row = int(np.flatnonzero(bad.any(axis=1))[0])
-        names = [c for c, b in zip(columns, bad.any(axis=0)) if b]
-        future = " (a row of known future)" if start + row >= data.end else ""
-        raise CLIError(
-            f"{kind} covariate column(s) {quoted(names)} of {data.path} have {int(bad.sum())} "
-            f"empty or non-finite value(s) in the rows {purpose} needs ({part.start_time()} to "
-            f"{part.end_time()}), the first at {part.time_index[row]}{future}"
-            f"{hint if future else ''}"
-        )
+    values = part.values(copy=False)  # (stop - start, F)
+    bad = ~np.isfinite(values).all(axis=1)
+    future = bool(bad.any()) and start + int(np.flatnonzero(bad)[0]) >= data.end
+    check_finite_values(
+        values, f"The {kind} covariates of {data.path} over the rows {purpose} needs "
+        f"({part.start_time()} to {part.end_time()})", part.time_index, columns=columns,
+        fix="Fill the empty cells and replace infinite values"
+        + (f" in the rows of known future (after the last target row){hint}." if future else "."),
+    )
     return part

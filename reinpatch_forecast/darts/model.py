@@ -724,6 +724,12 @@ class ReinPatchModel(DartsFixesMixin, MixedCovariatesTorchModel):
         -------
         PatchBoundaries or list of PatchBoundaries
             One result per series (a list when a list is given).
+
+        Raises
+        ------
+        ValueError
+            If a series is shorter than ``input_chunk_length``, or its last
+            ``input_chunk_length`` steps have NaN, infinite or too large (> 1e18) values.
         """
         if self.model is None:
             raise ReinPatchInputError(
@@ -737,11 +743,12 @@ class ReinPatchModel(DartsFixesMixin, MixedCovariatesTorchModel):
         single = isinstance(series, TimeSeries)
         series_list = [series] if single else list(series)
         length = self.input_chunk_length
-        for s in series_list:
-            if len(s) < length:
-                raise ReinPatchInputError(
-                    f"A series has {len(s)} steps, fewer than input_chunk_length={length}."
-                )
+        # the check predict runs: the network reads the last input_chunk_length steps
+        check_darts_series(
+            series if single else series_list, "series", length,
+            f"the patches of a window (input_chunk_length={length})", tail=length,
+            fix="Pass a longer series, or a model with a smaller input_chunk_length.",
+        )
         windows = np.stack([s.values(copy=False)[-length:] for s in series_list])  # (S, L, C)
         network = self.model.network
         with torch.inference_mode():

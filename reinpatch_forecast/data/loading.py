@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..checks import check_finite_values, check_numeric_columns, numeric_values
 from ..errors import ReinPatchFileNotFoundError, ReinPatchInputError
 from .catalog import DATA_DIR_ENV_VAR
 
@@ -89,9 +90,10 @@ def load_ltsf_frame(
     pandas.DataFrame
         Shape ``(n_rows, C)``: every column except ``date``, as float64, in file order (the
         target ``OT`` last for the LTSF files, the targets last for :data:`EVENT_DATASETS`;
-        integer flags such as ``vic_elec``'s ``holiday`` become 0.0 / 1.0). The index is the
-        parsed ``date`` column (a ``DatetimeIndex`` named ``"date"``); it is kept as read, so
-        repeated timestamps and gaps (``weather``) remain, since the protocol slices by row.
+        integer and boolean flags such as ``vic_elec``'s ``holiday`` become 0.0 / 1.0). The
+        index is the parsed ``date`` column (a ``DatetimeIndex`` named ``"date"``); it is kept
+        as read, so repeated timestamps and gaps (``weather``) remain, since the protocol slices
+        by row.
         The index has no time zone: dates written with a UTC offset (``2011-12-31T13:00:00Z``
         in ``vic_elec``) are converted to UTC and the zone is dropped, so every file gives a
         naive index (darts drops an index's zone anyway and logs a warning; naive and aware
@@ -103,8 +105,8 @@ def load_ltsf_frame(
         The file is missing, or a name was given with neither ``data_dir`` nor the environment
         variable set.
     ValueError
-        No ``date`` column, unparsable dates, no data column, a non-numeric column, or an
-        empty / NaN cell.
+        No ``date`` column, unparsable dates, no data column, a non-numeric column (also a
+        ``TypeError``), or an empty / NaN / infinite cell.
     """
     path = _resolve_csv(name_or_path, data_dir)
     frame = pd.read_csv(path, encoding="utf-8")
@@ -127,28 +129,15 @@ def load_ltsf_frame(
     if frame.shape[1] == 0:
         raise ReinPatchInputError(f"{str(path)!r} has no data column besides 'date'.")
 
-    non_numeric = [
-        str(col)
-        for col in frame.columns
-        if not pd.api.types.is_numeric_dtype(frame[col]) or pd.api.types.is_bool_dtype(frame[col])
-    ]
-    if non_numeric:
-        raise ReinPatchInputError(
-            f"{str(path)!r}: non-numeric column(s) {non_numeric}; every column except 'date' "
-            "must hold numbers."
-        )
-    nan_mask = frame.isna().to_numpy()
-    if nan_mask.any():
-        bad_cols = [str(c) for c, bad in zip(frame.columns, nan_mask.any(axis=0)) if bad]
-        first_row = int(np.flatnonzero(nan_mask.any(axis=1))[0])
-        raise ReinPatchInputError(
-            f"{str(path)!r}: {int(nan_mask.sum())} NaN / empty cell(s) in column(s) {bad_cols} "
-            f"(first at data row {first_row})."
-        )
+    check_numeric_columns(frame, repr(str(path)))
+    values = numeric_values(frame)  # (n_rows, C)
+    index = pd.DatetimeIndex(dates, name="date").tz_localize(None)
+    # the splits are standardised with train statistics: large values are fine, no limit
+    check_finite_values(values, repr(str(path)), index, columns=frame.columns, limit=None,
+                        fix="Fill or drop the empty cells: every row of an LTSF file must be "
+                        "complete.")
 
-    frame = frame.astype(np.float64)
-    frame.index = pd.DatetimeIndex(dates, name="date").tz_localize(None)
-    return frame
+    return pd.DataFrame(values, index=index, columns=frame.columns)
 
 
 def load_bundled_etth1() -> pd.DataFrame:

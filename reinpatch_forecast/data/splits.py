@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..checks import check_finite_values, check_numeric_columns, numeric_values
 from ..errors import ReinPatchInputError
 from .catalog import LTSF_DATASETS, LTSF_FAMILIES
 
@@ -198,8 +199,8 @@ def prepare_ltsf(
     Parameters
     ----------
     frame
-        Shape ``(n_rows, C_all)``: numeric columns, indexed by date (as from
-        :func:`load_ltsf_frame`).
+        Shape ``(n_rows, C_all)``: numeric (or boolean, read as 0 / 1) columns, indexed by date
+        (as from :func:`load_ltsf_frame`).
     family
         Dataset name or split family (see :func:`split_borders`).
     lookback
@@ -219,8 +220,8 @@ def prepare_ltsf(
     Raises
     ------
     ValueError
-        Unknown columns, non-numeric or NaN data, a bad ``lookback`` / ``horizon``, or a split
-        too short for one window.
+        Unknown columns, non-numeric (also a ``TypeError``), NaN or infinite data, a bad
+        ``lookback`` / ``horizon``, or a split too short for one window.
     """
     family = split_family(family)
     lookback = int(lookback)
@@ -237,18 +238,11 @@ def prepare_ltsf(
         if not cols:
             raise ReinPatchInputError("target_columns must name at least one column.")
         frame = frame[cols]
-    non_numeric = [
-        str(c)
-        for c in frame.columns
-        if not pd.api.types.is_numeric_dtype(frame[c]) or pd.api.types.is_bool_dtype(frame[c])
-    ]
-    if non_numeric:
-        raise ReinPatchInputError(f"Non-numeric column(s) {non_numeric}.")
-    values = frame.to_numpy(dtype=np.float64)
-    if np.isnan(values).any():
-        raise ReinPatchInputError(
-            "The frame holds NaN cells; the LTSF protocol needs complete data."
-        )
+    check_numeric_columns(frame, "The frame")
+    values = numeric_values(frame)  # (n_rows, C)
+    # standardised below with train statistics: large values are fine, no limit
+    check_finite_values(values, "The frame", frame.index, columns=frame.columns, limit=None,
+                        fix="The LTSF protocol needs complete data: fill or drop those rows.")
 
     borders = split_borders(family, values.shape[0], lookback)
     for name, (start, stop) in borders.items():

@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+import pandas as pd
 import torch
 
+from ..checks import check_finite_values, check_numeric_columns
 from ..errors import ReinPatchInputError
 from .._lightning import quiet_trainer_kwargs
 from ..nn import DEFAULT_POLICY, LearnedPatcher
@@ -83,7 +85,12 @@ def _corpus_arrays(corpus: Mapping[str, Any] | Sequence[Any]) -> dict[str, np.nd
                 )
             values = series.values(copy=False)[:, 0]
         else:
-            values = np.asarray(series, dtype=np.float64)
+            raw = np.asarray(series)
+            if raw.dtype.kind not in "biuf":  # not numbers or booleans: name the series
+                check_numeric_columns(pd.DataFrame({str(name): raw.reshape(-1)}).infer_objects(),
+                                      "The corpus", fix="convert the series to numbers or leave "
+                                      "it out.")
+            values = raw.astype(np.float64)
             if values.ndim == 2 and 1 in values.shape:
                 values = values.reshape(-1)
             if values.ndim != 1:
@@ -91,11 +98,10 @@ def _corpus_arrays(corpus: Mapping[str, Any] | Sequence[Any]) -> dict[str, np.nd
                     f"Corpus series {name!r} has shape {values.shape}; the corpus takes "
                     "univariate series (1-D): split a multivariate series into its columns."
                 )
-        if not np.isfinite(values).all():
-            raise ReinPatchInputError(
-                f"Corpus series {name!r} has NaN or infinite values; fill them (e.g. "
-                "pandas' interpolate) or leave the series out."
-            )
+        # the corpus is standardised in float32, so the limit of the faces applies
+        check_finite_values(values, f"Corpus series {name!r}", getattr(series, "index", None)
+                            if not isinstance(series, TimeSeries) else series.time_index,
+                            fix="Fill them (e.g. pandas' interpolate) or leave the series out.")
         arrays[str(name)] = values.astype(np.float32)
     if not arrays:
         raise ReinPatchInputError("The corpus is empty: pass at least one series.")

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 from sktime.forecasting.base import ForecastingHorizon
 
+from ..checks import check_finite_values, numeric_values, pad_future_covariates
 from ..errors import ReinPatchInputError
 
 __all__ = ["split_instances", "to_darts", "steps_and_index", "covariate_rows", "future_rows",
@@ -55,7 +56,8 @@ def steps_and_index(fh: ForecastingHorizon, frame: pd.DataFrame):
 def covariate_rows(X: pd.DataFrame, key: tuple, labels: pd.Index, what: str) -> np.ndarray:
     """The rows of ``X`` (of instance ``key``) at the time ``labels``, ``(T, F)`` float32.
 
-    Raises a ``ValueError`` naming the first missing time point, or the first non-finite value.
+    Raises a ``ValueError`` naming the first missing time point, or the non-finite values
+    (:func:`~reinpatch_forecast.checks.check_finite_values`).
     """
     frame = X
     if isinstance(X.index, pd.MultiIndex):
@@ -67,33 +69,29 @@ def covariate_rows(X: pd.DataFrame, key: tuple, labels: pd.Index, what: str) -> 
             f"X has no row at {missing[0]} (and {len(missing) - 1} more){where}, but {what} "
             f"needs X at every time point of y it reads. Pass X with the same time index as y."
         )
-    values = frame.loc[labels].to_numpy(dtype=np.float32)  # (T, F)
-    if not np.isfinite(values).all():
-        row, column = np.argwhere(~np.isfinite(values))[0]
-        raise ReinPatchInputError(
-            f"X has a missing or infinite value at {labels[row]} in column "
-            f"{frame.columns[column]!r}, which {what} reads. Fill it first, e.g. with sktime's "
-            "Imputer."
-        )
-    return values
+    rows = frame.loc[labels]
+    values = numeric_values(rows)  # (T, F) float64: checked before the float32 cast
+    where = f" of the series {key!r}" if key else ""
+    check_finite_values(values, f"X{where} at the time points {what} reads", labels,
+                        columns=rows.columns)
+    return values.astype(np.float32)
 
 
 def future_rows(X: pd.DataFrame | None, key: tuple, labels: pd.Index,
                 history: np.ndarray) -> np.ndarray:
     """``X`` over the forecast steps ``labels`` (instance ``key``), ``(n, F)`` float32.
 
-    A step that ``X`` does not give (sktime passes ``X`` at the steps of ``fh`` only) takes the
-    last known values before it: the network needs covariates at every step up to the last.
+    sktime passes ``X`` at the steps of ``fh`` only; a step that ``X`` does not give takes the
+    last known values before it (:func:`~reinpatch_forecast.checks.pad_future_covariates`).
     """
     frame = X
     if frame is not None and isinstance(frame.index, pd.MultiIndex):
         frame = frame.xs(key, level=list(range(frame.index.nlevels - 1))) if key else frame
-    known = pd.DataFrame(np.nan, index=labels, columns=range(history.shape[1]))
+    known = np.full((len(labels), history.shape[1]), np.nan)
     if frame is not None:
-        given = frame.reindex(labels)
-        known.loc[:, :] = given.to_numpy(dtype=np.float64)
-    known = pd.concat([pd.DataFrame(history[-1:]), known.reset_index(drop=True)])
-    return known.ffill().to_numpy(dtype=np.float32)[1:]  # (n, F)
+        known = numeric_values(frame.reindex(labels))
+    rows = pad_future_covariates(np.concatenate([history[-1:].astype(np.float64), known]))
+    return rows[1:].astype(np.float32)  # (n, F)
 
 
 def horizon_labels(frame: pd.DataFrame, n: int, fh: ForecastingHorizon | None) -> pd.Index:

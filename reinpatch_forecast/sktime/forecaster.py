@@ -24,8 +24,7 @@ __author__ = ["reinpatch_forecast developers"]
 __all__ = ["ReinPatchForecaster"]
 
 import copy
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -36,7 +35,7 @@ from ..errors import ReinPatchInputError
 from .._lightning import quiet_lightning, quiet_trainer_kwargs
 from ..options import ModelOptions, TrainingOptions, build_network_config, document_options, \
     option_names, options_from
-from ..checks import check_finite_values, explain_non_numeric_y
+from ..checks import check_finite_values, check_numeric_columns, numeric_values
 from ._frames import (
     covariate_rows,
     future_rows,
@@ -49,15 +48,27 @@ from ._frames import (
 _LIKELIHOODS = (None, "quantile", "gaussian")
 
 
-@contextmanager
-def _explaining_non_numeric(y) -> Iterator[None]:
-    """Re-raise sktime's ``TypeError`` for a non-numeric ``y`` with the columns and the fix."""
-    try:
-        yield
-    except TypeError as error:
-        if (explained := explain_non_numeric_y(error, y)) is None:
-            raise
-        raise explained from error
+#: What to do about NaN or infinite values in y or X.
+_FINITE_FIX = (
+    "ReinPatchForecaster needs complete, finite series: fill missing values first, e.g. with "
+    "sktime's Imputer in a pipeline (Imputer() * ReinPatchForecaster(...)), and replace or clip "
+    "infinite ones."
+)
+
+
+def _check_pandas_input(data: Any, name: str) -> None:
+    """Check a pandas ``y`` or ``X`` (``name``): numeric columns, no missing values."""
+    if not isinstance(data, (pd.Series, pd.DataFrame)):
+        return
+    check_numeric_columns(data, name, fix=f"convert them to numbers (e.g. {name}[col] = "
+                          f"pd.to_numeric({name}[col])) or drop them "
+                          f"({name}.select_dtypes(['number', 'bool'])).")
+    frame = data.to_frame() if isinstance(data, pd.Series) else data
+    if frame.isna().to_numpy().any():
+        # sktime's own check rejects missing values without naming where; the finite check
+        # names them (the too-large limit is the series check's, on the inner data)
+        check_finite_values(numeric_values(frame), name, frame.index, columns=frame.columns,
+                            fix=_FINITE_FIX, limit=None)
 
 
 class _TrainedModel:
@@ -422,12 +433,6 @@ class ReinPatchForecaster(BaseForecaster):
         """
         for key, frame in instances:
             name = f"The series {key!r}" if key else "The series"
-            if frame.isna().to_numpy().any():
-                raise ReinPatchInputError(
-                    f"{name} contains missing values; ReinPatchForecaster needs complete "
-                    "series. Fill them first, e.g. with sktime's Imputer in a pipeline: "
-                    "Imputer() * ReinPatchForecaster(...)."
-                )
             if len(frame) < min_length:
                 raise ReinPatchInputError(
                     f"{name} has {len(frame)} time steps, but {purpose} needs at least "
@@ -439,7 +444,8 @@ class ReinPatchForecaster(BaseForecaster):
                 window = frame.iloc[-self.input_chunk_length:]
                 where = (f"The last {self.input_chunk_length} steps of {name[0].lower()}"
                          f"{name[1:]} (the window the forecast reads)")
-            check_finite_values(window.to_numpy(dtype=np.float64), where, window.index)
+            check_finite_values(numeric_values(window), where, window.index,
+                                columns=window.columns, fix=_FINITE_FIX)
 
     def _steps_of(self, fh: ForecastingHorizon, instances) -> list:
         """``(steps ahead, time index)`` of ``fh`` per series; every step must be out of sample."""
@@ -470,11 +476,13 @@ class ReinPatchForecaster(BaseForecaster):
                 "longer fh."
             )
 
-    # sktime rejects a non-numeric y in here, before any extension point sees it: the one place
-    # to say which columns and what to do (for fit, update, pretrain, fit_predict, ...).
+    # sktime rejects a non-numeric y and missing values in here, before any extension point
+    # sees them, with messages that name neither the columns nor the fix: the one place to check
+    # them first (for fit, update, predict, pretrain, fit_predict, ...).
     def _check_X_y(self, X=None, y=None, **kwargs):
-        with _explaining_non_numeric(y) if y is not None else nullcontext():
-            return super()._check_X_y(X=X, y=y, **kwargs)
+        _check_pandas_input(y, "y")
+        _check_pandas_input(X, "X")
+        return super()._check_X_y(X=X, y=y, **kwargs)
 
     # -- fit / predict -------------------------------------------------------------------------
     def _fit(self, y: pd.DataFrame, X: pd.DataFrame | None = None, fh=None):

@@ -149,7 +149,8 @@ def test_non_numeric_target(workspace, tmp_path, capsys):
     code = main(["fit", "--csv", str(workspace["csv"]), "--target", "note",
                  "--out", str(tmp_path / "m.pt"), *TINY])
     assert code == 1
-    assert "not numeric" in _error_line(capsys)
+    assert "has non-numeric column(s) 'note' (str). Every column must hold numbers" \
+        in _error_line(capsys)
 
 
 def test_too_short_series(tmp_path, capsys):

@@ -128,13 +128,19 @@ def version_1_patcher_file(tmp: Path, model: str) -> list[str]:
 
 
 CASES = [
-    Case("nan_in_target", fit_on(with_value(np.nan)), 1, r"empty or non-finite value"),
-    Case("inf_in_target", fit_on(with_value(np.inf)), 1, r"non-finite value"),
+    Case("nan_in_target", fit_on(with_value(np.nan)), 1,
+         r"data\.csv contains 1 NaN value in column\(s\) 'y' \(first at 2020-01-01 10:00:00\)\. "
+         r"Fill the empty cells of the target columns"),
+    Case("inf_in_target", fit_on(with_value(np.inf)), 1,
+         r"data\.csv contains 1 infinite value in column\(s\) 'y' \(first at 2020-01-01 "
+         r"10:00:00\)\. .* replace infinite values"),
     Case("shorter_than_lookback_plus_horizon", fit_on(sine_values(14)), 1,
          r"has 14 rows; fit with --lookback 12 and --horizon 3 needs at least 15"),
     Case("empty_file", empty_csv, 1, r"is empty"),
     Case("header_only", fit_on(np.zeros(0)), 1, r"has a header but no rows"),
-    Case("non_numeric_column", fit_on(["a", "b", "c"] * 20), 1, r"'y' .* not numeric"),
+    Case("non_numeric_column", fit_on(["a", "b", "c"] * 20), 1,
+         r"data\.csv has non-numeric column\(s\) 'y' \(str\)\. Every column must hold numbers "
+         r"\(booleans count as 0 / 1\): convert them to numbers, or leave them out"),
     Case("values_beyond_float32_squares", fit_on(sine_values(60, 1e20)), 1,
          r"beyond 1e\+18.* Rescale"),
     Case("compression_rate_larger_than_lookback",

@@ -210,14 +210,17 @@ CASES = [
     Case("fit_covariate_column_missing", fit_with(["--past-covariates", "temp,wind"]), 1,
          r"--past-covariates column\(s\) 'wind' not in .*data\.csv \(columns: date, load"),
     Case("fit_covariate_column_not_numeric", fit_with(["--future-covariates", "note"]), 1,
-         r"column\(s\) 'note' of .* are not numeric"),
+         r"data\.csv has non-numeric column\(s\) 'note' \(str\)\. Every column must hold "
+         r"numbers \(booleans count as 0 / 1\): convert them to numbers"),
     Case("fit_nan_in_past_covariates", fit_with(["--past-covariates", "temp"],
                                                 set_value("temp", 40)), 1,
-         r"past covariate column\(s\) 'temp' of .* 1 empty or non-finite value\(s\) in the "
-         r"rows fit needs .* the first at 2024-01-02 16:00:00"),
+         r"The past covariates of .*data\.csv over the rows fit needs \(2024-01-01 00:00:00 to "
+         r"2024-01-05 23:00:00\) contains 1 NaN value in column\(s\) 'temp' \(first at "
+         r"2024-01-02 16:00:00\)\. Fill the empty cells and replace infinite values\.$"),
     Case("fit_inf_in_future_covariates", fit_with(["--future-covariates", "event"],
                                                   set_value("event", 3, np.inf)), 1,
-         r"future covariate column\(s\) 'event' .* non-finite"),
+         r"The future covariates of .* contains 1 infinite value in column\(s\) 'event' "
+         r"\(first at 2024-01-01 03:00:00\)"),
     Case("fit_target_as_covariate", fit_with(["--past-covariates", "load"]), 1,
          r"'load' named both as a target and as a covariate"),
     Case("fit_column_as_past_and_future", fit_with(["--past-covariates", "temp",
@@ -226,7 +229,8 @@ CASES = [
     Case("fit_empty_column_name", fit_with(["--past-covariates", "temp,"]), 2,
          r"--past-covariates: expected comma-separated column names"),
     Case("fit_empty_target_inside_the_series", fit_with(COVARIATES, set_value("load", 50)), 1,
-         r"has 1 empty or non-finite value\(s\) in the target columns"),
+         r"data\.csv contains 1 NaN value in column\(s\) 'load' \(first at 2024-01-03 "
+         r"02:00:00\)\. Fill the empty cells of the target columns"),
     Case("predict_too_few_future_rows", predict_with("covariates", future=4), 1,
          r"the forecast of 6 step\(s\) needs the future covariates \('event', 'hour'\) in the "
          r"6 row\(s\) after the last target row \(2024-01-05 23:00:00\), but .* has 4"),
@@ -234,16 +238,19 @@ CASES = [
          r"needs the future covariates .* in the 3 row\(s\) after the last target row .* has 0"),
     Case("predict_nan_in_known_future", predict_with("covariates",
                                                      change=set_value("hour", ROWS + 2)), 1,
-         r"future covariate column\(s\) 'hour' of .* 1 empty or non-finite value\(s\) in the "
-         r"rows the forecast of 6 step\(s\) needs .* the first at 2024-01-06 02:00:00"),
+         r"The future covariates of .*history\.csv over the rows the forecast of 6 step\(s\) "
+         r"needs .* contains 1 NaN value in column\(s\) 'hour' \(first at 2024-01-06 "
+         r"02:00:00\)\. .* in the rows of known future"),
     Case("predict_nan_in_past_covariates_of_the_lookback",
          predict_with("covariates", change=set_value("temp", ROWS - 1)), 1,
-         r"past covariate column\(s\) 'temp' .* the first at 2024-01-05 23:00:00"),
+         r"The past covariates of .* contains 1 NaN value in column\(s\) 'temp' \(first at "
+         r"2024-01-05 23:00:00\)\. Fill the empty cells and replace infinite values\.$"),
     Case("predict_beyond_the_horizon_without_past_covariates_there",
          predict_with("covariates", ("--n", "8"), change=set_value("temp", slice(ROWS, None))),
          1,
-         r"'temp' .* 2 empty .* the first at 2024-01-06 00:00:00 \(a row of known future\), "
-         r"or forecast at most the model's horizon \(--n 6\)"),
+         r"contains 2 NaN values in column\(s\) 'temp' \(first at 2024-01-06 00:00:00\)\. "
+         r".* in the rows of known future \(after the last target row\), or forecast at most "
+         r"the model's horizon \(--n 6\)"),
     Case("predict_beyond_the_horizon_with_too_few_rows",
          predict_with("covariates", ("--n", "8"), future=1), 1,
          r"needs the past covariates \('temp'\) in the 2 row\(s\) after the last target row "
@@ -263,9 +270,11 @@ CASES = [
          r"--future-covariates event,hour"),
     Case("predict_non_numeric_covariate_column",
          predict_with("covariates", change=words("temp")), 1,
-         r"column\(s\) 'temp' of .* are not numeric"),
+         r"history\.csv has non-numeric column\(s\) 'temp' \(str\)\. Every column must hold "
+         r"numbers"),
     Case("predict_known_future_rows_with_a_model_without_covariates",
-         predict_with("plain"), 1, r"has 12 empty or non-finite value\(s\) in the target"),
+         predict_with("plain"), 1, r"history\.csv contains 12 NaN values in column\(s\) "
+         r"'load' \(first at 2024-01-06 00:00:00\)\. Fill the empty cells of the target"),
 ]
 
 

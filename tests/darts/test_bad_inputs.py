@@ -147,7 +147,8 @@ FIX_GAPS = r"fill missing values .* replace or clip infinite"
 CASES = [
     # -- values ---------------------------------------------------------------------------------
     Case("nan_in_target", fit_predict(with_value(np.nan)), ValueError,
-         r"`series` contains 1 NaN value \(first at 2020-01-01 10:00:00\)\. .*" + FIX_GAPS),
+         r"`series` contains 1 NaN value in column\(s\) 'c0' \(first at 2020-01-01 10:00:00\)\. "
+         r".*" + FIX_GAPS),
     Case("inf_in_target", fit_predict(with_value(np.inf)), ValueError,
          r"`series` contains 1 infinite value .*" + FIX_GAPS),
     Case("minus_inf_in_val_series",
@@ -159,7 +160,8 @@ CASES = [
          ValueError, r"`series\[1\]` contains 1 NaN value"),
     Case("nan_in_the_window_predict_reads",
          lambda ctx: ctx.trained.predict(3, series=with_value(np.nan, at=55)), ValueError,
-         r"The last 12 steps of `series` \(the window the forecast reads\) contains 1 NaN"),
+         r"The last 12 steps of `series` \(the window the forecast reads\) contains 1 NaN value "
+         r"in column\(s\) 'c0' \(first at"),
     Case("nan_before_the_window_predict_reads_is_ignored",
          lambda ctx: ctx.trained.predict(3, series=with_value(np.nan, at=5)),
          check=finite_forecast),

@@ -86,9 +86,11 @@ def test_more_pretraining_with_a_longer_fh_says_the_one_message():
 def test_non_numeric_y_is_explained_in_fit_predict_and_update():
     y = sktime_series(sine_values(60)).to_frame()
     text = y.assign(label=["a", "b"] * 30)
-    with pytest.raises(TypeError, match=r"y has non-numeric \(categorical\) columns: 'label'"):
+    with pytest.raises(TypeError, match=r"y has non-numeric column\(s\) 'label' \(str\)\. "
+                       r"Every column must hold numbers \(booleans count as 0 / 1\)"):
         tiny().fit_predict(text, fh=[1, 2])
     forecaster = tiny().fit(y.iloc[:50], fh=[1, 2])
-    with pytest.raises(TypeError, match=r"y has non-numeric \(categorical\) columns: 'label'"):
+    with pytest.raises(TypeError, match=r"y has non-numeric column\(s\) 'label' \(str\)\. "
+                       r"Every column must hold numbers \(booleans count as 0 / 1\)"):
         forecaster.update(text.iloc[50:])
     assert np.isfinite(forecaster.predict().to_numpy()).all()

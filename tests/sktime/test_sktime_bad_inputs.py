@@ -113,14 +113,18 @@ def version_1_patcher_file(tmp):
     return tiny(patcher=str(tmp / "old.pt")).fit(sktime_series(sine_values(60)), fh=[1, 2, 3])
 
 
+FIX_GAPS = (r"ReinPatchForecaster needs complete, finite series: fill missing values first, e\.g\. "
+            r"with sktime's Imputer .* and replace or clip infinite ones\.")
 CASES = [
     # -- values ---------------------------------------------------------------------------------
     Case("nan_in_target", fit_predict(with_value(np.nan)), ValueError,
-         r"cannot handle missing data"),
+         r"y contains 1 NaN value in column\(s\) 'y' \(first at 2000-11\)\. " + FIX_GAPS),
     Case("inf_in_target", fit_predict(with_value(np.inf)), ValueError,
-         r"The series contains 1 infinite value \(first at 2000-11\)\. .* replace or clip"),
+         r"The series contains 1 infinite value in column\(s\) 'y' \(first at 2000-11\)\. "
+         + FIX_GAPS),
     Case("inf_in_the_window_after_update", update_with_inf, ValueError,
-         r"The last 12 steps of the series \(the window the forecast reads\) contains 1 infinite"),
+         r"The last 12 steps of the series \(the window the forecast reads\) contains 1 infinite "
+         r"value in column\(s\) 'y' \(first at 2005-06\)"),
     Case("values_beyond_float32_squares", fit_predict(sktime_series(sine_values(60, 1e20))),
          ValueError, r"values up to .* beyond 1e\+18: .* Rescale the series"),
     Case("constant_series", fit_predict(sktime_series(np.full(60, 5.0))), check=constant(5.0)),
@@ -129,10 +133,10 @@ CASES = [
     Case("values_near_1e-12", fit_predict(sktime_series(sine_values(60, 1e-12, 5e-12))),
          check=finite),
     Case("text_column", fit_predict(frame_with_text_column()), TypeError,
-         r"y has non-numeric \(categorical\) columns: 'label' \(.*\)\. .* convert these "
-         r"columns to numbers .* or drop them"),
+         r"y has non-numeric column\(s\) 'label' \(str\)\. Every column must hold numbers "
+         r"\(booleans count as 0 / 1\): convert them to numbers .* or drop them"),
     Case("categorical_column", fit_predict(frame_with_category_column()), TypeError,
-         r"y has non-numeric \(categorical\) columns: 'kind' \(category\)"),
+         r"y has non-numeric column\(s\) 'kind' \(category\)\. Every column must hold"),
     Case("boolean_column_is_numeric",
          fit_predict(sktime_series(sine_values(60)).to_frame().assign(flag=[True, False] * 30)),
          check=finite),
