@@ -26,7 +26,8 @@ from reinpatch_forecast.data import sliding_windows
 if TYPE_CHECKING:  # darts is heavy; only the darts forecaster needs it, at call time
     from darts.models.forecasting.torch_forecasting_model import TorchForecastingModel
 
-__all__ = ["PredictFn", "darts_predict_fn", "evaluate_windows", "repeat_forecast"]
+__all__ = ["BASELINES", "PredictFn", "baseline_predict_fn", "darts_predict_fn",
+           "evaluate_windows", "repeat_forecast", "seasonal_naive_forecast"]
 
 #: A batch forecaster: input windows ``(b, L, C)`` -> forecasts ``(b, H, C)``.
 PredictFn = Callable[[np.ndarray], np.ndarray]
@@ -64,7 +65,9 @@ def evaluate_windows(
     -------
     dict
         ``{"mse": float, "mae": float, "n_windows": int (windows scored),
-        "n_dropped": int (windows left out by drop_last_batch_size)}``.
+        "n_dropped": int (windows left out by drop_last_batch_size),
+        "mae_per_channel": list of C floats (the MAE of each channel, over windows ×
+        horizon; their mean is ``mae``)}``.
 
     Raises
     ------
@@ -89,7 +92,7 @@ def evaluate_windows(
     n_channels = x_all.shape[2]
 
     sq_sum = 0.0
-    abs_sum = 0.0
+    abs_sum = np.zeros(n_channels)  # (C,): per channel, for scores on each channel's own scale
     for start in range(0, n_used, batch_size):
         stop = min(start + batch_size, n_used)
         x = np.ascontiguousarray(x_all[start:stop])
@@ -103,15 +106,16 @@ def evaluate_windows(
         err = y_hat - y_all[start:stop]  # float64
         if not np.isfinite(err).all():
             raise ValueError(f"predict_fn returned non-finite values for windows {start}..{stop}.")
-        abs_sum += float(np.abs(err).sum())
+        abs_sum += np.abs(err).sum(axis=(0, 1))
         np.square(err, out=err)
         sq_sum += float(err.sum())
     n_values = n_used * horizon * n_channels
     return {
         "mse": sq_sum / n_values,
-        "mae": abs_sum / n_values,
+        "mae": float(abs_sum.sum()) / n_values,
         "n_windows": n_used,
         "n_dropped": n_total - n_used,
+        "mae_per_channel": [float(v) for v in abs_sum / (n_used * horizon)],
     }
 
 
@@ -141,6 +145,56 @@ def repeat_forecast(x: np.ndarray, horizon: int) -> np.ndarray:
     if int(horizon) < 1:
         raise ValueError(f"horizon must be >= 1, got {horizon}.")
     return np.repeat(x[:, -1:, :], int(horizon), axis=1)
+
+
+def seasonal_naive_forecast(x: np.ndarray, horizon: int, period: int) -> np.ndarray:
+    """The seasonal naive baseline: the last ``period`` input steps of each channel, repeated
+    over the horizon (step ``t`` of the forecast is input step ``L - K + t mod K``).
+
+    Parameters
+    ----------
+    x
+        Shape ``(b, L, C)`` with ``L >= K``.
+    horizon
+        ``H``.
+    period
+        ``K``, the season in steps (24 for hourly data with a daily cycle).
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(b, H, C)``, same dtype as ``x``.
+
+    Raises
+    ------
+    ValueError
+        ``x`` is not 3-D, ``H < 1``, ``K < 1`` or ``K > L``.
+    """
+    x = np.asarray(x)
+    if x.ndim != 3:
+        raise ValueError(f"x must have shape (b, L, C), got shape {x.shape}.")
+    horizon, period = int(horizon), int(period)
+    if horizon < 1 or period < 1:
+        raise ValueError(f"horizon and period must be >= 1, got {horizon} and {period}.")
+    if period > x.shape[1]:
+        raise ValueError(f"period {period} is longer than the lookback {x.shape[1]}.")
+    steps = x.shape[1] - period + np.arange(horizon) % period  # (H,)
+    return x[:, steps, :]
+
+
+#: The untrained baselines :func:`baseline_predict_fn` builds (a run of one trains nothing).
+BASELINES = ("repeat", "naive")
+
+
+def baseline_predict_fn(model: str, horizon: int, params: dict | None = None) -> PredictFn:
+    """The :data:`PredictFn` of an untrained baseline: ``"repeat"`` (:func:`repeat_forecast`)
+    or ``"naive"`` (:func:`seasonal_naive_forecast` with period ``params["K"]``)."""
+    if model == "repeat":
+        return lambda x: repeat_forecast(x, horizon)
+    if model == "naive":
+        period = int((params or {})["K"])
+        return lambda x: seasonal_naive_forecast(x, horizon, period)
+    raise ValueError(f"not an untrained baseline: {model!r} (use one of {BASELINES})")
 
 
 def darts_predict_fn(model: TorchForecastingModel, horizon: int | None = None) -> PredictFn:

@@ -48,8 +48,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import (RESULTS, decoded_patch_statistics, format_mean_std, git_commit,  # noqa: E402
                      load_jsonl, set_threads, utc_now, write_csv, write_markdown)
-from _protocol import (PredictFn, darts_predict_fn, evaluate_windows,  # noqa: E402
-                       repeat_forecast)
+from _protocol import (BASELINES, PredictFn, baseline_predict_fn,  # noqa: E402
+                       darts_predict_fn, evaluate_windows)
 from ltsf import (PEER_LRS, RunSpec, _aggregate, _build_model, add_training_arguments,  # noqa: E402
                   load_splits, plan, protocol, run_missing, training_settings)
 
@@ -115,24 +115,25 @@ class CovariateData:
         return found
 
 
-def calendar_covariates(index) -> Any:
-    """Hour of day, day of week and month of ``index`` (a DatetimeIndex), each in [0, 1]."""
+def calendar_covariates(index, tz: str | None = None) -> Any:
+    """Hour of day, day of week and month of ``index`` (a DatetimeIndex), each in [0, 1].
+
+    ``tz``: the time zone whose wall clock the attributes read, for a naive index of UTC dates
+    (``"Australia/Melbourne"`` for vic_elec); the series keeps ``index`` as its time index.
+    """
     from darts.utils.timeseries_generation import datetime_attribute_timeseries
 
-    parts = [datetime_attribute_timeseries(index, attribute, dtype=np.float32) / divisor
+    parts = [datetime_attribute_timeseries(index, attribute, dtype=np.float32, tz=tz) / divisor
              for attribute, divisor in CALENDAR]
     return parts[0].stack(parts[1]).stack(parts[2])
 
 
-def covariate_data(splits) -> CovariateData:
-    """OT and the covariates from ltsf.py's scaled splits (all seven columns, train-only
-    scaler), as time-indexed darts series."""
+def split_rows(splits) -> tuple[np.ndarray, Any]:
+    """Every row of the three scaled splits once, ``(T, C)``, with their evenly spaced dates
+    (a ``DatetimeIndex`` with its ``freq``)."""
     import pandas as pd
-    from darts import TimeSeries
 
     lookback = splits.lookback
-    columns = list(splits.columns)
-    target, loads = columns.index(TARGET), [columns.index(c) for c in LOAD_COLUMNS]
     # val and test start `lookback` rows before their boundary: their rows after the lookback
     # continue the previous split's, so the three together cover every row once.
     rows = np.concatenate([splits.train, splits.val[lookback:], splits.test[lookback:]])
@@ -141,16 +142,29 @@ def covariate_data(splits) -> CovariateData:
     index = pd.DatetimeIndex(dates, freq="infer")  # raises if the rows are not regular
     if index.freq is None:
         raise ValueError("the splits' dates are not evenly spaced")
+    return rows, index
 
-    def series(values: np.ndarray, dates, names) -> TimeSeries:
-        return TimeSeries.from_times_and_values(
-            pd.DatetimeIndex(dates, freq=index.freq), np.ascontiguousarray(values),
-            columns=list(names))
 
+def time_series(values: np.ndarray, dates, names, freq) -> Any:
+    """``values`` ``(T, C)`` as a darts series on ``dates`` (spaced by ``freq``)."""
+    import pandas as pd
+    from darts import TimeSeries
+
+    return TimeSeries.from_times_and_values(
+        pd.DatetimeIndex(dates, freq=freq), np.ascontiguousarray(values), columns=list(names))
+
+
+def covariate_data(splits) -> CovariateData:
+    """OT and the covariates from ltsf.py's scaled splits (all seven columns, train-only
+    scaler), as time-indexed darts series."""
+    columns = list(splits.columns)
+    target, loads = columns.index(TARGET), [columns.index(c) for c in LOAD_COLUMNS]
+    rows, index = split_rows(splits)
     return CovariateData(
-        target={name: series(splits.split(name)[:, [target]], splits.dates[name], [TARGET])
+        target={name: time_series(splits.split(name)[:, [target]], splits.dates[name],
+                                  [TARGET], index.freq)
                 for name in ("train", "val", "test")},
-        load=series(rows[:, loads], index, LOAD_COLUMNS),
+        load=time_series(rows[:, loads], index, LOAD_COLUMNS, index.freq),
         calendar=calendar_covariates(index),
     )
 
@@ -241,14 +255,19 @@ def make_plan(horizons: list[int], settings: list[str], models: list[str], lookb
                 seeded = {**training, "seed": seed}
                 for model in models:
                     if model == "tide":
-                        found = [RunSpec(dataset, horizon, "tide",
-                                         {"lr": lr, "hidden_size": TIDE_HIDDEN}, lookback,
-                                         seeded) for lr in PEER_LRS]
+                        found = tide_runs(dataset, horizon, lookback, seeded)
                     else:
                         found = plan([dataset], [horizon], [model], lookback, seeded,
                                      seeds=[seed], uniform_sizes=(8,), backbone=backbone)
                     specs += [replace(s, params={**s.params, **extra}) for s in found]
     return specs
+
+
+def tide_runs(dataset: str, horizon: int, lookback: int,
+              settings: dict[str, Any]) -> list[RunSpec]:
+    """TiDE's runs of one cell: one per learning rate of ``PEER_LRS``, as ltsf.py's peers."""
+    return [RunSpec(dataset, horizon, "tide", {"lr": lr, "hidden_size": TIDE_HIDDEN}, lookback,
+                    settings) for lr in PEER_LRS]
 
 
 def build_model(spec: RunSpec, work_dir: Path, progress: bool = False):
@@ -273,14 +292,15 @@ def code_commit() -> str:
 
 def run_one(spec: RunSpec, data: CovariateData, out_dir: Path, progress: bool = False,
             keep_model: bool = False, commit: str | None = None):
-    """Train (unless Repeat) and score one run on ``data``; returns its cache record, stamped
-    with ``commit`` (default: :func:`code_commit` now)."""
+    """Train (unless an untrained baseline of ``_protocol.BASELINES``) and score one run on
+    ``data``; returns its cache record, stamped with ``commit`` (default: :func:`code_commit`
+    now)."""
     setting = spec.params.get("covariates", "target")
     covariates = data.covariates(setting)
     began = time.perf_counter()
     epochs = 0
     model = None
-    if spec.model != "repeat":
+    if spec.model not in BASELINES:
         work_dir = Path(out_dir) / "_ltsf_work"  # ltsf.py's checkpoints (its builder, unique
         # model names); the folder is git-ignored
         work_dir.mkdir(parents=True, exist_ok=True)
@@ -294,14 +314,15 @@ def run_one(spec: RunSpec, data: CovariateData, out_dir: Path, progress: bool = 
     for split in ("val", "test"):
         if model is None:
             scores[split] = evaluate_windows(
-                lambda x: repeat_forecast(x, spec.horizon), data.array(split), spec.lookback,
-                spec.horizon)
+                baseline_predict_fn(spec.model, spec.horizon, spec.params), data.array(split),
+                spec.lookback, spec.horizon)
         else:
             scores[split] = score(model, data, split, setting, spec.horizon)
     record = {
         "key": spec.key, "spec": asdict(spec), "label": spec.label, "setting": setting,
         "val_mse": scores["val"]["mse"], "val_mae": scores["val"]["mae"],
         "test_mse": scores["test"]["mse"], "test_mae": scores["test"]["mae"],
+        "test_mae_per_channel": scores["test"]["mae_per_channel"],
         "test_windows": scores["test"]["n_windows"], "epochs": epochs,
         "train_seconds": round(train_seconds, 1),
         "score_seconds": round(time.perf_counter() - began - train_seconds, 1),
