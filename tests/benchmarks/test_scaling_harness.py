@@ -67,6 +67,10 @@ def test_exponents_per_patcher_and_rate(scaling):
     assert math.isnan(found[("uniform", 8)]["patcher_ms"])  # zero times: no fit
     assert scaling.verdict(learned) == "linear or better"
     assert scaling.verdict({**learned, "rest_ms_tail": 1.6}) == "WORSE than linear"
+    # a part under a millisecond at the longest L is not judged (its exponent is noise)
+    assert scaling.verdict({**learned, "rest_ms_tail": 1.6, "rest_ms_last": 0.5}) \
+        == "linear or better"
+    assert learned["rest_ms_last"] == pytest.approx(0.02 * 4096)
 
 
 def test_quadratic_prediction_scales_from_the_longest_lookback(scaling):
