@@ -460,10 +460,9 @@ def verdicts(rows: list[dict], horizons_of: dict[str, Sequence[int]]) -> list[st
     (a: every dataset of it, by ``ltsf.verdict_tuned``)."""
     lines = [verdict_boundaries(cells(rows, "learned", "target"),
                                 cells(rows, "uniform R=8", "target"), horizons_of),
-             "  For reference, with covariates (not the target): "
-             + verdict_boundaries(cells(rows, "learned", "covariates"),
-                                  cells(rows, "uniform R=8", "covariates"), horizons_of,
-                                  "+ covariates")[2:],
+             verdict_boundaries(cells(rows, "learned", "covariates"),
+                                cells(rows, "uniform R=8", "covariates"), horizons_of,
+                                "+ covariates, reported beside the target"),
              verdict_covariates(cells(rows, "learned", "covariates"),
                                 {name: cells(rows, name, "covariates") for name in DARTS_PEERS},
                                 horizons_of, cells(rows, "uniform tuned", "covariates"))]
@@ -514,9 +513,10 @@ def _at_a_glance(rows: list[dict], dataset: str, horizon: int) -> list[str]:
 
 
 def write_report(runs: list[dict], out_dir: Path, training: dict[str, Any] | None,
-                 command: str, horizons_of: dict[str, Sequence[int]]) -> list[dict]:
+                 command: str, horizons_of: dict[str, Sequence[int]] = HORIZONS) -> list[dict]:
     """``events.md`` and ``events.csv`` from the cached runs of the training settings
-    ``training``; the verdicts judge the cells of ``horizons_of``."""
+    ``training``; the verdicts judge the cells of ``horizons_of`` (the targets' cells: both
+    datasets at their own horizons, whichever cells a process runs)."""
     rows = rows_for_report(runs, training)
     out_dir.mkdir(parents=True, exist_ok=True)
     write_csv(out_dir / "events.csv", rows, CSV_FIELDS)
@@ -606,8 +606,6 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     try:
         cells_of = horizons_of(args.datasets, args.horizons)
-        # the targets are about both datasets, whichever this process runs
-        judged = horizons_of(DATASETS, args.horizons)
     except ValueError as error:
         parser.error(str(error))
     lookbacks = {d: args.lookback or LOOKBACKS[d] for d in args.datasets}
@@ -641,8 +639,8 @@ def main(argv: list[str] | None = None) -> None:
 
         for spec in specs:  # one at a time, so that the report follows every finished run
             ltsf.run_missing([spec], cache, fit, "events")
-            write_report(load_jsonl(cache), args.out_dir, training, command, judged)
-    write_report(load_jsonl(cache), args.out_dir, training, command, judged)
+            write_report(load_jsonl(cache), args.out_dir, training, command)
+    write_report(load_jsonl(cache), args.out_dir, training, command)
     print(f"[events] report: {args.out_dir / 'events.md'}")
 
 

@@ -339,3 +339,19 @@ def test_one_tiny_fit_with_covariates(events, loaded, tmp_path):
     assert record["test_mae_original"] == pytest.approx(
         record["test_mae"] * data.splits.std[0])
     assert record["unit"] == "MWh"
+
+
+def test_report_opens_with_the_tables_and_the_targets(events, tmp_path):
+    records = _records(events, lambda spec: (0.5, 0.4 if spec.model == "learned" else 0.5))
+    events.write_report(records, tmp_path, TRAINING, "python benchmarks/events.py")
+    text = (tmp_path / "events.md").read_text()
+    assert text.index("## At a glance") < text.index("### EPF_FR_BE, H = 24") \
+        < text.index("## Targets") < text.index("## Every row")
+    assert "| model | target only: test MSE | MAE | MAE (EUR/MWh) |" in text
+    assert "| ReinPatch learned (R=8) | **0.4000 ± 0.0000** | 0.2000 | 4.00 |" in text
+    for target in ("- c. where boundaries matter (target only)", "- d. with covariates",
+                   "- a. tuned against tuned (target only)"):
+        assert target in text
+    assert "vic_elec **not met yet** (H=48: missing; H=336: missing)" in text
+    header = (tmp_path / "events.csv").read_text().splitlines()[0].split(",")
+    assert {"commit", "date", "test_mae_original", "setting"} <= set(header)
