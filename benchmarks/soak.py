@@ -57,7 +57,7 @@ can accumulate, the parent's descriptors and the files and processes left behind
 the first cycle on. ``--cli-cycles 200`` runs the issue's count.
 
 python benchmarks/soak.py                 # 200 cycles of quiet and checkpoints (about 4 minutes)
-python benchmarks/soak.py --variants sktime cli --cli-cycles 14   # the other faces (12 minutes)
+python benchmarks/soak.py --variants sktime cli --cli-cycles 16   # the other faces (12 minutes)
 python benchmarks/soak.py --variants all  # every variant
 python benchmarks/soak.py --cycles 20 --every 5 --variants quiet --out-dir /tmp/soak  # smoke
 """
