@@ -25,6 +25,11 @@ NaiveSeasonal (K = one day: 24 steps for EPF, 48 for vic_elec) and Repeat (last 
 darts' DLinear, NLinear, TSMixer (ltsf.py's peers) and TiDE (covariates.py's), each with its
 learning rate picked on validation MSE from ltsf.py's ``PEER_LRS``, with the same covariates.
 
+The budget is ltsf.py's (``--epochs``, ``--max-train-windows``, ...). Its reduced default
+trains on the most recent 2048 training windows: for vic_elec about 43 days, all in the
+southern summer, so the test months' calendar and temperatures lie outside what a model saw
+in training; ``--max-train-windows 0`` trains on every window (about 18 times as many).
+
 Scores: MSE and MAE on the scaled data, and the MAE in the original unit (forecast and truth
 mapped back through the train-fitted scaler, per target column, averaged over columns and
 windows). Every finished run is appended to ``benchmarks/results/events_runs.jsonl`` (keyed
