@@ -271,7 +271,7 @@ CASES = [
          lambda ctx: ctx.make(patcher=write_file("v99.pt", {
              "format": "reinpatch-forecast/patcher", "version": 99, "config": {},
              "state_dict": {}})(ctx)),
-         ValueError, r"has patcher format version 99; .* Re-save it"),
+         ValueError, r"has patcher format version 99; .* Pretrain a new patcher"),
     Case("truncated_patcher_file",
          lambda ctx: ctx.make(patcher=(lambda path: (truncate(path, 0.5), path)[1])(
              shutil.copy(ctx.patcher_file, os.path.join(ctx.tmp, "cut_patcher.pt")))),
