@@ -313,6 +313,42 @@ class OffsetPolicy(BoundaryPolicy):
         return _coarse_offsets(coarse_scores, starts, n_coarse, self.penalty, sample, generator)
 
 
+@dataclass
+class CellSteps:
+    """The steps of each density cell, as a padded index: the mean of a row's scores over a
+    cell costs ``O(L)`` (a dense step-to-cell matrix would cost ``O(L * K)``, quadratic in the
+    lookback at a fixed compression rate).
+
+    Attributes
+    ----------
+    index : Tensor
+        ``(K, M)`` int64: the steps of every cell, padded to the longest cell ``M``.
+    valid : Tensor
+        ``(K, M)`` bool: which entries of ``index`` are steps of the cell.
+    counts : Tensor
+        ``(K,)``: steps per cell (an empty cell reads 0).
+    """
+
+    index: Tensor
+    valid: Tensor
+    counts: Tensor
+
+    @classmethod
+    def of(cls, cell: Tensor, n_cells: int) -> "CellSteps":
+        """From the cell of every step, ``(L,)`` int64, non-decreasing."""
+        counts = torch.bincount(cell, minlength=n_cells)  # (K,)
+        first = torch.cumsum(counts, 0) - counts  # (K,)
+        offsets = torch.arange(int(counts.max()), device=cell.device)  # (M,)
+        valid = offsets < counts[:, None]  # (K, M)
+        index = (first[:, None] + offsets).clamp(max=cell.shape[0] - 1)  # (K, M)
+        return cls(index, valid, counts)
+
+    def means(self, scores: Tensor) -> Tensor:
+        """``(R, L)`` scores -> ``(R, K)`` their means over each cell."""
+        gathered = scores[:, self.index] * self.valid.to(scores.dtype)  # (R, K, M)
+        return gathered.sum(dim=-1) / self.counts.clamp(min=1).to(scores.dtype)
+
+
 class DensityPolicy(BoundaryPolicy):
     """Boundaries at the quantiles of a density whose log is a Gaussian action per cell.
 
@@ -351,9 +387,9 @@ class DensityPolicy(BoundaryPolicy):
         self.antithetic = antithetic
 
     def _cells(self, length: int, n_patches: int,
-               device: torch.device) -> tuple[Tensor, Tensor, Tensor]:
-        """Cell starts ``(K,)`` and lengths ``(K,)`` (fractional steps), and the step-to-cell
-        averaging matrix ``(L, K)``."""
+               device: torch.device) -> tuple[Tensor, Tensor, "CellSteps"]:
+        """Cell starts ``(K,)`` and lengths ``(K,)`` (fractional steps), and the steps each
+        cell averages (:class:`CellSteps`)."""
         grid = uniform_starts(length, n_patches, device=device).double()  # (N,)
         gaps = torch.diff(F.pad(grid, (0, 1), value=float(length)))  # (N,)
         part = torch.arange(self.knots, device=device, dtype=torch.float64) / self.knots
@@ -361,9 +397,7 @@ class DensityPolicy(BoundaryPolicy):
         cell_length = (gaps / self.knots).repeat_interleave(self.knots)  # (K,)
         centre = torch.arange(length, device=device, dtype=torch.float64) + 0.5  # (L,)
         cell = (insertion_points(cell_start, centre, right=True) - 1).clamp(min=0)  # (L,)
-        member = F.one_hot(cell, cell_start.shape[0]).float()  # (L, K)
-        average = member / member.sum(dim=0).clamp(min=1.0)  # (L, K): empty cells read 0
-        return cell_start, cell_length, average
+        return cell_start, cell_length, CellSteps.of(cell, cell_start.shape[0])
 
     def _starts(self, action: Tensor, cell_start: Tensor, cell_length: Tensor, length: int,
                 n_patches: int, shortest: int, used: Tensor | None = None) -> Tensor:
@@ -433,8 +467,8 @@ class DensityPolicy(BoundaryPolicy):
             starts = torch.zeros(*zeros.shape, 1, dtype=torch.long, device=scores.device)
             return PolicyDraw(starts=starts, log_prob=zeros, entropy=zeros[:, 0],
                               kl=zeros[:, 0])
-        cell_start, cell_length, average = self._cells(length, n_patches, scores.device)
-        mean = scores @ average.to(scores.dtype)  # (R, K): log-density means
+        cell_start, cell_length, steps = self._cells(length, n_patches, scores.device)
+        mean = steps.means(scores)  # (R, K): log-density means
         cells = mean.shape[-1]
         if sample:
             if self.antithetic and group % 2 == 0:

@@ -183,8 +183,8 @@ def test_density_log_prob_and_starts_match_brute_force(monkeypatch, length, n_pa
     scores = torch.randn(length)
     fixed_scores(patcher, scores, monkeypatch)
     policy = patcher.policy
-    _, _, average = policy._cells(length, n_patches, torch.device("cpu"))
-    mean = (scores @ average).double()  # (K,)
+    _, _, steps = policy._cells(length, n_patches, torch.device("cpu"))
+    mean = steps.means(scores[None])[0].double()  # (K,)
     rows = 2
     torch.manual_seed(11)
     patching = patcher.sample(torch.zeros(rows, length), n_patches, group)
@@ -308,3 +308,21 @@ def test_policy_draws_are_exhaustive_on_a_tiny_case(policy, monkeypatch):
     all_patchings = {(0, a, b) for a, b in itertools.combinations(range(1, 6), 2)}
     assert {tuple(s) for s in patching.starts.reshape(-1, 3).tolist()} <= all_patchings
     assert bool(torch.isfinite(patching.log_prob).all())
+
+
+@pytest.mark.parametrize("length, n_patches, knots",
+                         [(96, 12, 4), (97, 7, 3), (24, 12, 4), (512, 64, 4)])
+def test_density_cell_means_equal_the_dense_step_to_cell_average(length, n_patches, knots):
+    """The padded-index means (linear in L) are the dense one-hot average's (O(L * K))."""
+    import torch.nn.functional as F
+
+    from reinpatch_forecast.nn.policies import DensityPolicy
+
+    policy = DensityPolicy(knots=knots)
+    cell_start, _, steps = policy._cells(length, n_patches, torch.device("cpu"))
+    scores = torch.randn(5, length, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    centre = torch.arange(length, dtype=torch.float64) + 0.5
+    cell = (torch.searchsorted(cell_start, centre, right=True) - 1).clamp(min=0)
+    member = F.one_hot(cell, cell_start.shape[0]).double()  # (L, K)
+    dense = scores @ (member / member.sum(dim=0).clamp(min=1.0))
+    torch.testing.assert_close(steps.means(scores), dense, rtol=1e-12, atol=1e-12)
