@@ -293,3 +293,26 @@ def test_fit_with_the_shipped_pretrained_patcher(tmp_path, capsys):
                  "--patcher", "pretrained", *TINY])
     assert code == 0
     assert "pretrained patcher" in capsys.readouterr().out
+
+
+def test_a_user_error_is_one_line_and_a_bug_keeps_its_traceback(tmp_path, capsys, monkeypatch):
+    """main reports the package's own error type on one line (exit 1) and lets any other
+    exception, a bug, propagate with its traceback."""
+    from reinpatch_forecast.cli import parser
+    from reinpatch_forecast.errors import ReinPatchInputError
+
+    args = ["segment", "--model", "m.pt", "--csv", "d.csv", "--out", str(tmp_path / "s.png")]
+
+    def user_error(_):
+        raise ReinPatchInputError("the series has 3 rows; segment needs at least 96")
+
+    monkeypatch.setattr(parser, "segment_command", user_error)
+    assert main(args) == 1
+    assert "needs at least 96" in _error_line(capsys)
+
+    def bug(_):
+        raise KeyError("a bug, not the user's mistake")
+
+    monkeypatch.setattr(parser, "segment_command", bug)
+    with pytest.raises(KeyError, match="a bug"):
+        main(args)
