@@ -80,15 +80,17 @@ def _quoted(names: Sequence[Any]) -> str:
 
 
 def _is_numeric(column: pd.Series) -> bool:
-    """Numbers, booleans, or an object column of booleans with empty cells."""
+    """Numbers, booleans, or an object column that holds only numbers, booleans and empty
+    cells."""
     dtype = column.dtype
     if pd.api.types.is_bool_dtype(dtype):
         return True
     if pd.api.types.is_numeric_dtype(dtype):
         return not pd.api.types.is_complex_dtype(dtype)
-    # pandas reads a CSV column of True / False with empty cells as objects
-    return dtype == object and pd.api.types.infer_dtype(column, skipna=True) in ("boolean",
-                                                                                 "empty")
+    # pandas reads a CSV column of True / False with empty cells as objects, and sktime passes
+    # numbers in object columns: both convert to floats
+    return dtype == object and pd.api.types.infer_dtype(column, skipna=True) in (
+        "boolean", "empty", "integer", "floating", "mixed-integer-float", "decimal")
 
 
 def non_numeric_columns(frame: pd.DataFrame | pd.Series) -> list[str]:

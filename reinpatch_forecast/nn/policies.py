@@ -54,6 +54,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor
@@ -334,14 +335,23 @@ class CellSteps:
     counts: Tensor
 
     @classmethod
-    def of(cls, cell: Tensor, n_cells: int) -> "CellSteps":
-        """From the cell of every step, ``(L,)`` int64, non-decreasing."""
-        counts = torch.bincount(cell, minlength=n_cells)  # (K,)
-        first = torch.cumsum(counts, 0) - counts  # (K,)
-        offsets = torch.arange(int(counts.max()), device=cell.device)  # (M,)
+    def of(cls, cell_starts: np.ndarray, length: int, device: torch.device) -> "CellSteps":
+        """The steps of the cells starting at ``cell_starts`` ``(K,)`` (fractional steps,
+        increasing) in a window of ``length``: a step belongs to the cell its centre falls in.
+
+        The cells depend on ``L``, ``N`` and the knots only, so they are computed on the host:
+        a traced export (ONNX) keeps them as constants.
+        """
+        centre = np.arange(length, dtype=np.float64) + 0.5  # (L,)
+        cell = np.clip(np.searchsorted(cell_starts, centre, side="right") - 1, 0, None)  # (L,)
+        counts = np.bincount(cell, minlength=len(cell_starts))  # (K,)
+        first = np.cumsum(counts) - counts  # (K,)
+        offsets = np.arange(counts.max())  # (M,)
         valid = offsets < counts[:, None]  # (K, M)
-        index = (first[:, None] + offsets).clamp(max=cell.shape[0] - 1)  # (K, M)
-        return cls(index, valid, counts)
+        index = np.minimum(first[:, None] + offsets, length - 1)  # (K, M)
+        return cls(torch.as_tensor(index, dtype=torch.int64, device=device),
+                   torch.as_tensor(valid, device=device),
+                   torch.as_tensor(counts, dtype=torch.int64, device=device))
 
     def means(self, scores: Tensor) -> Tensor:
         """``(R, L)`` scores -> ``(R, K)`` their means over each cell."""
@@ -395,9 +405,11 @@ class DensityPolicy(BoundaryPolicy):
         part = torch.arange(self.knots, device=device, dtype=torch.float64) / self.knots
         cell_start = (grid[:, None] + part * gaps[:, None]).reshape(-1)  # (K,)
         cell_length = (gaps / self.knots).repeat_interleave(self.knots)  # (K,)
-        centre = torch.arange(length, device=device, dtype=torch.float64) + 0.5  # (L,)
-        cell = (insertion_points(cell_start, centre, right=True) - 1).clamp(min=0)  # (L,)
-        return cell_start, cell_length, CellSteps.of(cell, cell_start.shape[0])
+        grid_values = np.asarray(uniform_start_values(length, n_patches), dtype=np.float64)
+        gap_values = np.diff(np.append(grid_values, float(length)))
+        starts = (grid_values[:, None]
+                  + np.arange(self.knots) / self.knots * gap_values[:, None]).reshape(-1)
+        return cell_start, cell_length, CellSteps.of(starts, length, device)
 
     def _starts(self, action: Tensor, cell_start: Tensor, cell_length: Tensor, length: int,
                 n_patches: int, shortest: int, used: Tensor | None = None) -> Tensor:

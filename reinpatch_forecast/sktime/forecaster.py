@@ -56,13 +56,19 @@ _FINITE_FIX = (
 )
 
 
+def _is_nested(data: pd.Series | pd.DataFrame) -> bool:
+    """Whether ``data`` is sktime's nested panel (a series in every cell)."""
+    first = data.iloc[:1].to_numpy().ravel()
+    return len(first) > 0 and any(isinstance(value, pd.Series) for value in first)
+
+
 def _check_pandas_input(data: Any, name: str) -> None:
     """Check a pandas ``y`` or ``X`` (``name``): numeric columns, no missing values."""
-    if not isinstance(data, (pd.Series, pd.DataFrame)):
-        return
-    check_numeric_columns(data, name, fix=f"convert them to numbers (e.g. {name}[col] = "
-                          f"pd.to_numeric({name}[col])) or drop them "
-                          f"({name}.select_dtypes(['number', 'bool'])).")
+    if not isinstance(data, (pd.Series, pd.DataFrame)) or _is_nested(data):
+        return  # sktime converts a nested panel before the inner data reaches the checks
+    check_numeric_columns(data, name, fix=f"sktime treats them as categorical: convert them "
+                          f"to numbers (e.g. {name}[col] = pd.to_numeric({name}[col])) or drop "
+                          f"them ({name}.select_dtypes(['number', 'bool'])).")
     frame = data.to_frame() if isinstance(data, pd.Series) else data
     if frame.isna().to_numpy().any():
         # sktime's own check rejects missing values without naming where; the finite check
