@@ -134,7 +134,8 @@ CASES = [
          check=finite),
     Case("text_column", fit_predict(frame_with_text_column()), TypeError,
          r"y has non-numeric column\(s\) 'label' \(str\)\. Every column must hold numbers "
-         r"\(booleans count as 0 / 1\): sktime treats them as categorical: convert them to numbers .* or drop them"),
+         r"\(booleans count as 0 / 1\): sktime treats them as categorical: convert them to "
+         r"numbers .* or drop them"),
     Case("categorical_column", fit_predict(frame_with_category_column()), TypeError,
          r"y has non-numeric column\(s\) 'kind' \(category\)\. Every column must hold"),
     Case("boolean_column_is_numeric",
