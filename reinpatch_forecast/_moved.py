@@ -22,6 +22,7 @@ MOVED_MODULES: dict[str, str] = {
     "reinpatch_forecast.corpus": "reinpatch_forecast.foundation.corpus",
     "reinpatch_forecast.validation": "reinpatch_forecast.checks",
     "reinpatch_forecast.demo": "reinpatch_forecast.cli.demo",
+    "reinpatch_forecast.nn.patching": "reinpatch_forecast.nn.patcher_interface",
 }
 
 #: Module -> {name it no longer defines: the module that does}.

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from ..errors import ReinPatchInputError
 from .backbone import BackboneConfig
 from .learned_patcher import DEFAULT_PATCHER_SIZES
-from .patching import PATCHER_NAMES
+from .patcher_interface import PATCHER_NAMES
 from .policies import DEFAULT_POLICY, POLICY_NAMES
 from .readout import DEFAULT_READOUT, STEP_READOUTS
 from .segments import check_budget, coarse_token_budget, token_budget

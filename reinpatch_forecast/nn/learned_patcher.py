@@ -23,7 +23,7 @@ from torch import Tensor, nn
 from ..errors import ReinPatchInputError
 from .chunking import map_row_chunks, rows_per_chunk
 from .convolution import replicate_conv1d
-from .patching import Patcher, Patching, check_levels
+from .patcher_interface import Patcher, Patching, check_levels
 from .policies import BUDGET_SHARES, DEFAULT_POLICY, make_policy
 
 #: The learned patcher's sizes when none are given: its convolutional encoder's width, depth and

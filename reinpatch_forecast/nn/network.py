@@ -36,7 +36,7 @@ from .grpg import policy_loss, self_critical_advantages
 from .grid import uniform_starts
 from .learned_patcher import LearnedPatcher
 from .patchers import make_patcher
-from .patching import Patcher, Patching
+from .patcher_interface import Patcher, Patching
 from .revin import InstanceStats, RevIN
 from .segments import patch_lengths
 

@@ -11,7 +11,7 @@ N1, N2 : fine (level-1) and coarse (level-2) patches of a two-level patching, ``
 k1, k2 : starts chosen at each level, ``k1 = N1 - 1`` and ``k2 = N2 - 1``
 
 Every patcher maps a normalised series ``x`` ``(R, L)`` to a
-:class:`~reinpatch_forecast.nn.patching.Patching`. Only :class:`LearnedPatcher` (in
+:class:`~reinpatch_forecast.nn.patcher_interface.Patching`. Only :class:`LearnedPatcher` (in
 :mod:`~reinpatch_forecast.nn.learned_patcher`) has parameters; this module holds the fixed
 rules it is compared with (uniform, random and volatility patches), :func:`make_patcher`, and
 the names other code imports from here. None of the patchers depends on ``L``, on the number
@@ -36,7 +36,7 @@ from torch import Tensor
 from ..errors import ReinPatchInputError
 from .grid import uniform_starts
 from .learned_patcher import POLICY_OPTIONS, LearnedPatcher
-from .patching import PATCHER_NAMES, Patcher, Patching, check_levels
+from .patcher_interface import PATCHER_NAMES, Patcher, Patching, check_levels
 from .policies import DEFAULT_POLICY, POLICY_NAMES, plackett_luce_log_prob
 
 __all__ = [

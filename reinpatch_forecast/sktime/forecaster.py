@@ -431,11 +431,12 @@ class ReinPatchForecaster(BaseForecaster):
         return {f"{self.covariates}_covariates": series}
 
     # -- data conversion ----------------------------------------------------------------------
-    def _check_data(self, instances, min_length: int, purpose: str) -> None:
+    def _check_data(self, instances, min_length: int, purpose: str,
+                    read_steps: int | None = None) -> None:
         """Raise a ValueError if a series is too short, or has missing or infinite values.
 
-        For ``"forecasting"`` only the last ``input_chunk_length`` steps (the window the
-        network reads) must be finite.
+        ``purpose`` names the job in the message only. With ``read_steps`` only the last
+        ``read_steps`` steps (the window a forecast reads) must be finite; by default every step.
         """
         for key, frame in instances:
             name = f"The series {key!r}" if key else "The series"
@@ -446,10 +447,10 @@ class ReinPatchForecaster(BaseForecaster):
                     f"(now {self.input_chunk_length}) or a shorter forecasting horizon."
                 )
             window, where = frame, name
-            if purpose == "forecasting":
-                window = frame.iloc[-self.input_chunk_length:]
-                where = (f"The last {self.input_chunk_length} steps of {name[0].lower()}"
-                         f"{name[1:]} (the window the forecast reads)")
+            if read_steps is not None:
+                window = frame.iloc[-read_steps:]
+                where = (f"The last {read_steps} steps of {name[0].lower()}{name[1:]} "
+                         "(the window the forecast reads)")
             check_finite_values(numeric_values(window), where, window.index,
                                 columns=window.columns, fix=_FINITE_FIX)
 
@@ -551,7 +552,8 @@ class ReinPatchForecaster(BaseForecaster):
     def _forecast_plan(self, fh: ForecastingHorizon):
         """The series to predict from, their steps and time indices, and the steps to predict."""
         instances = split_instances(self._cur_y)
-        self._check_data(instances, self.input_chunk_length, "forecasting")
+        self._check_data(instances, self.input_chunk_length, "forecasting",
+                         read_steps=self.input_chunk_length)
         plans = [(key, frame, *steps) for (key, frame), steps
                  in zip(instances, self._steps_of(fh, instances))]
         n = max(int(steps.max()) for _, _, steps, _ in plans)
