@@ -14,12 +14,16 @@ import signal
 import threading
 import uuid
 
-from darts.models.forecasting.torch_forecasting_model import _get_runs_folder
+from darts.models.forecasting.torch_forecasting_model import _get_logs_folder, _get_runs_folder
 from lightning_fabric.plugins.io.torch_io import TorchCheckpointIO
+from pytorch_lightning.loggers import TensorBoardLogger
 
 from .checkpoints import AtomicCheckpointIO
 
 __all__ = ["DartsFixesMixin", "default_model_name"]
+
+#: Stands for the TensorBoard logger of ``log_tensorboard=True`` in a pickled model.
+_OWN_TENSORBOARD_LOGGER = "<the model's TensorBoard logger, rebuilt on load>"
 
 
 def default_model_name() -> str:
@@ -36,6 +40,30 @@ def default_model_name() -> str:
 class DartsFixesMixin:
     """Atomic checkpoints, a race-free work dir, single-device prediction under DDP, and Ctrl+C
     as a ``KeyboardInterrupt`` that leaves the model usable."""
+
+    # darts lacks a loadable file for a model with log_tensorboard=True: it pickles the
+    # TensorBoard logger it created, a class its safe loader refuses. The logger is left out of
+    # the pickle and rebuilt on load, on the same folder; a logger the user passed is kept.
+    def __getstate__(self) -> dict:
+        state = super().__getstate__()
+        if self._owns_logger(state["trainer_params"].get("logger")):
+            state["trainer_params"] = {**state["trainer_params"], "logger": _OWN_TENSORBOARD_LOGGER}
+        return state
+
+    # darts lacks the logger back after such a load: the one left out is rebuilt here.
+    def __setstate__(self, state: dict) -> None:
+        rebuild = state.get("trainer_params", {}).get("logger") == _OWN_TENSORBOARD_LOGGER
+        super().__setstate__(state)
+        if rebuild:
+            self.trainer_params["logger"] = TensorBoardLogger(
+                save_dir=_get_logs_folder(self.work_dir, self.model_name), name="", version="logs")
+
+    def _owns_logger(self, logger) -> bool:
+        """Whether ``logger`` is the TensorBoard logger darts built for ``log_tensorboard=True``
+        (not one given in ``pl_trainer_kwargs``)."""
+        given = (self._model_params.get("pl_trainer_kwargs") or {}).get("logger")
+        return isinstance(logger, TensorBoardLogger) and logger is not given and bool(
+            self._model_params.get("log_tensorboard"))
 
     # darts lacks a race-free mkdir: it checks that the folders exist, then creates them, so of
     # two processes starting models in one work_dir at once the loser fails with FileExistsError.

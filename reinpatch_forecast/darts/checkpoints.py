@@ -12,11 +12,19 @@ A kill also leaves the whole temporary file behind in the system temporary folde
 :class:`AtomicCheckpointIO` writes the temporary file beside the checkpoint instead, so the
 final step is always an ``os.replace`` (atomic on POSIX and Windows): a checkpoint name holds
 either the previous complete file or the new complete one.
+
+A process killed during a write leaves its hidden temporary file behind.
+:func:`remove_abandoned_writes` deletes those whose writer is gone; the model calls it on the
+folder it saves to or loads from, and the plugin on the checkpoint folder before each write.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import re
+import socket
+import time
 import uuid
 from typing import Any
 
@@ -25,16 +33,85 @@ from darts.utils.serialization.torch import _DartsCheckpointIO
 from fsspec.implementations.local import LocalFileSystem
 from lightning_fabric.utilities.cloud_io import get_filesystem
 
-__all__ = ["AtomicCheckpointIO", "TEMPORARY_SUFFIX"]
+__all__ = ["AtomicCheckpointIO", "TEMPORARY_SUFFIX", "remove_abandoned_writes"]
+
+logger = logging.getLogger(__name__)
 
 #: Suffix of a checkpoint being written; a process killed while writing leaves such a file.
 TEMPORARY_SUFFIX = ".partial"
+
+#: A temporary file of another machine (a shared folder) counts as abandoned after this long
+#: untouched: its writer's process cannot be looked up from here.
+ABANDONED_AFTER_SECONDS = 24 * 3600
+
+#: This machine in a temporary file's name (no dots, so that the name parses back).
+_HOST = re.sub(r"[^A-Za-z0-9-]", "_", socket.gethostname()) or "host"
+
+#: ``.<checkpoint name>.<host>.<pid>-<8 hex digits>.partial``
+_TEMPORARY_NAME = re.compile(
+    rf"^\..+\.(?P<host>[A-Za-z0-9_-]+)\.(?P<pid>\d+)-[0-9a-f]{{8}}{re.escape(TEMPORARY_SUFFIX)}$"
+)
+
+
+def temporary_path(path: str) -> str:
+    """The hidden file beside ``path`` that a write of ``path`` goes to first."""
+    folder, name = os.path.split(os.path.abspath(path))
+    return os.path.join(
+        folder, f".{name}.{_HOST}.{os.getpid()}-{uuid.uuid4().hex[:8]}{TEMPORARY_SUFFIX}")
+
+
+def _process_running(pid: int) -> bool:
+    if pid == os.getpid() or os.name == "nt":  # on Windows os.kill would end the process
+        return True
+    try:
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def _abandoned(path: str) -> bool:
+    """Whether the temporary file ``path`` belongs to a write that will never finish: its
+    process on this machine is gone, or (another machine's, or an unknown name) it has been
+    untouched for :data:`ABANDONED_AFTER_SECONDS`."""
+    match = _TEMPORARY_NAME.match(os.path.basename(path))
+    if match is not None and match["host"] == _HOST:
+        return not _process_running(int(match["pid"]))
+    return time.time() - os.path.getmtime(path) > ABANDONED_AFTER_SECONDS
+
+
+def remove_abandoned_writes(folder: str) -> list[str]:
+    """Delete the temporary files that killed checkpoint writes left in ``folder``.
+
+    Writes still running (their process is alive) keep their files. Returns the paths removed
+    (each logged at INFO level); a missing ``folder`` removes nothing.
+    """
+    try:
+        names = os.listdir(folder)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    removed = []
+    for name in names:
+        if not (name.startswith(".") and name.endswith(TEMPORARY_SUFFIX)):
+            continue
+        path = os.path.join(folder, name)
+        try:
+            if _abandoned(path):
+                os.remove(path)
+                removed.append(path)
+        except FileNotFoundError:  # removed meanwhile by another process
+            continue
+    for path in removed:
+        logger.info("Removed %s, left by a checkpoint write that was killed.", path)
+    return removed
 
 
 class AtomicCheckpointIO(_DartsCheckpointIO):
     """darts' checkpoint plugin (safe loading) with atomic local writes.
 
-    A checkpoint is written to a hidden ``.<name>.<pid>-<random>.partial`` file in its own
+    A checkpoint is written to a hidden ``.<name>.<host>.<pid>-<random>.partial`` file in its own
     folder (hidden, so darts' ``last-*`` / ``best-*`` globs never see it), flushed to disk, and
     renamed onto its name with ``os.replace``. Remote paths (``s3://...``) keep Lightning's
     writer.
@@ -46,11 +123,10 @@ class AtomicCheckpointIO(_DartsCheckpointIO):
             super().save_checkpoint(checkpoint, path, storage_options)
             return
         path = os.fspath(path)
-        folder, name = os.path.split(os.path.abspath(path))
+        folder = os.path.dirname(os.path.abspath(path))
         os.makedirs(folder, exist_ok=True)
-        temporary = os.path.join(
-            folder, f".{name}.{os.getpid()}-{uuid.uuid4().hex[:8]}{TEMPORARY_SUFFIX}"
-        )
+        remove_abandoned_writes(folder)
+        temporary = temporary_path(path)
         try:
             with open(temporary, "wb") as file:
                 torch.save(checkpoint, file)

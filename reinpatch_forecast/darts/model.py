@@ -67,6 +67,7 @@ from ..options import (
 from ..checks import check_darts_series, check_saved_file, load_error
 from .boundaries import PatchBoundaries
 from ._darts_fixes import DartsFixesMixin, default_model_name
+from .checkpoints import remove_abandoned_writes
 from .rewards import elementwise_loss
 
 __all__ = ["ReinPatchModel", "PatchBoundaries"]
@@ -617,13 +618,26 @@ class ReinPatchModel(DartsFixesMixin, MixedCovariatesTorchModel):
                 module.training = training
 
     # -- persistence ------------------------------------------------------------------------
+    # Overridden because darts lacks: removing what killed checkpoint writes left in the folder.
+    def save(self, path: str | None = None, clean: bool = False) -> None:
+        """Save the model; see darts' ``TorchForecastingModel.save``.
+
+        The hidden temporary files that killed checkpoint writes left in the folder of ``path``
+        are removed first (those of writes still running are kept).
+        """
+        folder = os.getcwd() if path is None else os.path.dirname(os.path.abspath(path))
+        remove_abandoned_writes(folder)
+        super().save(path, clean=clean)
+
     # Overridden because darts lacks: a message naming the damaged or truncated file.
     @classmethod
     def load(cls, path: str, pl_trainer_kwargs: dict | None = None, trusted: bool = False,
              **kwargs) -> "ReinPatchModel":
         """Load a model saved with :meth:`save`; see darts' ``TorchForecastingModel.load``.
 
-        Pass ``map_location="cpu"`` to load on a CPU a model saved on a GPU.
+        Pass ``map_location="cpu"`` to load on a CPU a model saved on a GPU. The temporary
+        files that killed checkpoint writes left in the folder of ``path`` are removed (as by
+        :meth:`save`).
 
         Raises
         ------
@@ -638,6 +652,7 @@ class ReinPatchModel(DartsFixesMixin, MixedCovariatesTorchModel):
         """
         path = os.fspath(path)
         cls._check_saved_files(path)
+        remove_abandoned_writes(os.path.dirname(os.path.abspath(path)))
         with _explained_load_errors(path):
             model = super().load(path, pl_trainer_kwargs=pl_trainer_kwargs, trusted=trusted,
                                  **kwargs)
@@ -656,6 +671,7 @@ class ReinPatchModel(DartsFixesMixin, MixedCovariatesTorchModel):
         """
         path = os.fspath(path)
         self._check_saved_files(path)
+        remove_abandoned_writes(os.path.dirname(os.path.abspath(path)))
         with _explained_load_errors(path):
             super().load_weights(path, *args, **kwargs)
 
@@ -668,7 +684,8 @@ class ReinPatchModel(DartsFixesMixin, MixedCovariatesTorchModel):
         ``TorchForecastingModel.load_from_checkpoint``.
 
         ``best=False`` loads the most recent checkpoint (to resume training: ``fit(series,
-        epochs=E)`` then trains until ``E`` epochs in all, counting the checkpoint's).
+        epochs=E)`` then trains until ``E`` epochs in all, counting the checkpoint's). The
+        temporary files that killed checkpoint writes left in the checkpoint folder are removed.
 
         Raises
         ------
@@ -683,6 +700,7 @@ class ReinPatchModel(DartsFixesMixin, MixedCovariatesTorchModel):
         if file_name is None:  # resolved once here, so darts loads the file checked
             file_name = _get_checkpoint_fname(work_dir, model_name, best=best)
         folder = os.path.join(work_dir, model_name)
+        remove_abandoned_writes(os.path.join(folder, "checkpoints"))
         path = os.path.join(folder, "checkpoints", file_name)
         if not os.path.exists(path):
             raise ReinPatchFileNotFoundError(f"No checkpoint at {path!r}.")

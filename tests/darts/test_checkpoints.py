@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import time
 from pathlib import Path
@@ -128,6 +129,51 @@ def test_checkpoint_write_cut_short_leaves_the_previous_file(tmp_path, monkeypat
     assert os.listdir(path.parent) == [path.name]  # removed, as the process lives on
     check_saved_file(path, "checkpoint")
     assert torch.equal(torch.load(path)["weights"], torch.arange(4.0))
+
+
+def test_a_killed_write_leaves_a_partial_file_that_the_next_load_or_save_removes(tmp_path):
+    # the script kills itself (SIGKILL) halfway through its second checkpoint write, epoch 1's
+    process = start_script(SCRIPT, str(tmp_path), "--model-name", "killed", "--epochs", "3",
+                           "--die-in-write", "2")
+    out, err = process.communicate(timeout=300)
+    assert process.returncode == -signal.SIGKILL, err[-3000:]
+    folder = tmp_path / "killed" / "checkpoints"
+    (partial,) = [name for name in os.listdir(folder) if name.endswith(TEMPORARY_SUFFIX)]
+    assert partial.startswith(".") and f".{process.pid}-" in partial
+    assert [name for name in os.listdir(folder) if name.startswith("last-")] == [
+        "last-epoch=0.ckpt"]  # the write cut short never reached a checkpoint's name
+    saved, loaded = tmp_path / "saved", tmp_path / "loaded"
+    saved.mkdir()
+    shutil.copy(folder / partial, saved / partial)
+
+    # loading from the folder removes the dead process's file
+    model = ReinPatchModel.load_from_checkpoint("killed", work_dir=str(tmp_path), best=False)
+    assert os.listdir(folder) == ["last-epoch=0.ckpt"]
+    # so does saving into a folder that holds one
+    model.save(str(saved / "model.pt"))
+    assert sorted(os.listdir(saved)) == ["model.pt", "model.pt.ckpt"]
+    # and loading a saved model from one
+    shutil.copytree(saved, loaded)
+    shutil.copy(saved / "model.pt.ckpt", loaded / partial)
+    np.testing.assert_array_equal(ReinPatchModel.load(str(loaded / "model.pt")).predict(
+        3, series=darts_series(sine_values(60))).values(),
+        model.predict(3, series=darts_series(sine_values(60))).values())
+    assert sorted(os.listdir(loaded)) == ["model.pt", "model.pt.ckpt"]
+
+
+def test_only_the_files_of_writes_that_cannot_finish_are_removed(tmp_path):
+    live = Path(checkpoints.temporary_path(str(tmp_path / "last-epoch=3.ckpt")))  # this process
+    other_machine = tmp_path / f".best.ckpt.another-host.{os.getpid()}-0123abcd{TEMPORARY_SUFFIX}"
+    stale = tmp_path / f".last.ckpt.another-host.{os.getpid()}-4567abcd{TEMPORARY_SUFFIX}"
+    unrelated = [tmp_path / "notes.partial", tmp_path / ".hidden"]
+    for path in [live, other_machine, stale, *unrelated]:
+        path.write_bytes(b"x")
+    day_ago = time.time() - checkpoints.ABANDONED_AFTER_SECONDS - 60
+    os.utime(stale, (day_ago, day_ago))
+
+    assert checkpoints.remove_abandoned_writes(str(tmp_path)) == [str(stale)]
+    assert all(path.exists() for path in [live, other_machine, *unrelated])
+    assert checkpoints.remove_abandoned_writes(str(tmp_path / "missing")) == []
 
 
 def test_truncated_or_corrupted_checkpoint_is_refused_with_a_clear_message(make_model):

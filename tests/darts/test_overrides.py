@@ -29,12 +29,15 @@ MODEL_OVERRIDES = {
     "load",
     "load_weights",
     "load_from_checkpoint",
+    "save",  # removes what killed checkpoint writes left
 }
 MIXIN_OVERRIDES = {
     "_create_save_dirs",  # the work-dir race
     "_init_trainer",  # atomic checkpoint files
     "_setup_for_predict",  # single-device prediction under DDP
     "_train",  # a usable model and a KeyboardInterrupt after Ctrl+C
+    "__getstate__",  # no TensorBoard logger in the pickle (safe loading)
+    "__setstate__",  # the TensorBoard logger rebuilt on load
 }
 
 

@@ -7,6 +7,9 @@ files. The sktime face's: tests/sktime/test_sktime_persistence.py.
 
 from __future__ import annotations
 
+import os
+import pickle
+
 import numpy as np
 import pytest
 import torch
@@ -86,3 +89,43 @@ def test_foundation_patcher_roundtrip(make_model, series, tmp_path):
     reuse = make_model(TINY_DARTS, patcher=str(path), model_name="reuse").fit(series)
     np.testing.assert_array_equal(reuse.patch_boundaries(series).starts,
                                   trained.patch_boundaries(series).starts)
+
+
+def test_a_model_logging_to_tensorboard_loads_without_trusted(make_model, tmp_path):
+    """darts builds a TensorBoard logger for ``log_tensorboard=True``; the saved files leave it
+    out (darts' safe loader refuses the class) and the loaded model rebuilds it."""
+    from pytorch_lightning.loggers import TensorBoardLogger
+
+    series = darts_series(sine_values(60))
+    model = make_model(TINY_DARTS, log_tensorboard=True, save_checkpoints=True,
+                       model_name="logged", pl_trainer_kwargs={
+                           "accelerator": "cpu", "enable_progress_bar": False,
+                           "enable_model_summary": False})
+    model.fit(series, val_series=series)
+    logs = os.path.join(model.work_dir, "logged", "logs")
+    assert isinstance(model.trainer_params["logger"], TensorBoardLogger) and os.listdir(logs)
+    expected = model.predict(3).values()
+    model.save(str(tmp_path / "model.pt"))
+
+    loaded = [ReinPatchModel.load(str(tmp_path / "model.pt")),  # no trusted=True
+              ReinPatchModel.load_from_checkpoint("logged", work_dir=model.work_dir, best=False)]
+    for again in loaded:
+        np.testing.assert_array_equal(again.predict(3, series=series).values(), expected)
+        logger = again.trainer_params["logger"]
+        assert isinstance(logger, TensorBoardLogger) and logger.log_dir == logs
+    # the reloaded model trains on, logging where the original did
+
+    def last_write() -> int:
+        return max(entry.stat().st_mtime_ns for entry in os.scandir(logs))
+
+    before = last_write()
+    loaded[0].fit(series, val_series=series, epochs=1)
+    assert last_write() > before
+
+
+def test_a_logger_given_by_the_user_is_kept_in_the_pickle(make_model):
+    from pytorch_lightning.loggers import CSVLogger
+
+    given = CSVLogger(save_dir=".")
+    model = make_model(TINY_DARTS, pl_trainer_kwargs={"accelerator": "cpu", "logger": given})
+    assert isinstance(pickle.loads(pickle.dumps(model)).trainer_params["logger"], CSVLogger)
