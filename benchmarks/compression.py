@@ -1,5 +1,5 @@
 """Accuracy against the token budget: learned vs uniform patches at several compression rates
-(issue target b).
+(target e: learned below uniform at every R >= 16, learned at 2R at or below uniform at R).
 
 ETTh1 and ETTm1, H in {96, 336}; lookback 96 with R in {4, 8, 16, 32} and lookback 512 with
 R in {16, 32, 64} (N = ceil(L / R) tokens per series). At every (dataset, H, L, R) the same
@@ -48,9 +48,11 @@ def token_count(lookback: int, rate: float) -> int:
 
 def plan(datasets: list[str], horizons: list[int], lookbacks: list[int], models: list[str],
          policy: str, settings_of, seeds: list[int],
-         rates: dict[int, tuple] | None = None) -> list[ltsf.RunSpec]:
+         rates: dict[int, tuple] | None = None,
+         backbone: str = ltsf.DEFAULT_BACKBONE) -> list[ltsf.RunSpec]:
     """Every fit, cell by cell (dataset, H, L, R), seed by seed; ``settings_of(seed)`` gives
-    the training settings of a seed."""
+    the training settings of a seed; every row runs on ``backbone`` (a name of
+    ``ltsf.BACKBONES``)."""
     rates = rates or RATES
     specs = []
     for dataset in datasets:
@@ -62,13 +64,16 @@ def plan(datasets: list[str], horizons: list[int], lookbacks: list[int], models:
                         for model in models:
                             params = ({"R": rate} if model == "uniform" else
                                       {"R": rate, "G": ltsf.DEFAULT_GROUP, "policy": policy})
+                            params.update(ltsf.BACKBONES[backbone])
                             specs.append(ltsf.RunSpec(dataset, horizon, model, params, lookback,
                                                       settings))
     return specs
 
 
 def summarise(records: list[dict]) -> list[dict]:
-    """One row per (dataset, H, L, R): uniform and learned test MSE over seeds, their ratio."""
+    """One row per (dataset, H, L, R): uniform and learned test MSE over seeds, and the ratio
+    of each learned row to the uniform row of the same backbone (flatten-head rows are named
+    with ``ltsf.FLATTEN_SUFFIX``)."""
     flat = []
     for record in records:
         spec = record["spec"]
@@ -76,6 +81,7 @@ def summarise(records: list[dict]) -> list[dict]:
         policy = spec["params"].get("policy", ltsf.DEFAULT_POLICY)
         if name == "learned" and policy != ltsf.DEFAULT_POLICY:
             name = f"learned [{spec['params']['policy']}]"
+        name += ltsf.backbone_suffix(spec["params"], spec["model"])
         flat.append({**record, **(record.get("patches") or {}), "name": name,
                      "cell": (spec["dataset"], spec["horizon"], spec["lookback"],
                               spec["params"]["R"])})
@@ -86,17 +92,43 @@ def summarise(records: list[dict]) -> list[dict]:
         dataset, horizon, lookback, rate = cell
         row = {"dataset": dataset, "horizon": horizon, "lookback": lookback, "R": rate,
                "N": token_count(lookback, rate)}
-        uniform = summary.get((cell, "uniform"))
         for (other, name), values in summary.items():
-            if other != cell:
-                continue
-            row[name] = values
-        if uniform:
-            for name, values in row.items():
-                if isinstance(values, dict) and name != "uniform":
-                    values["ratio"] = values["test_mse"] / uniform["test_mse"]
+            if other == cell:
+                row[name] = values
+        for name, values in row.items():
+            suffix = ltsf.FLATTEN_SUFFIX if name.endswith(ltsf.FLATTEN_SUFFIX) else ""
+            uniform = row.get("uniform" + suffix)
+            if isinstance(values, dict) and not name.startswith("uniform") and uniform:
+                values["ratio"] = values["test_mse"] / uniform["test_mse"]
         rows.append(row)
     return rows
+
+
+def verdict_compression(rows: list[dict]) -> str:
+    """Target e on the default backbone: learned below uniform at every R >= 16, and learned
+    at 2R at or below uniform at R in at least half of the (dataset, H, L, R) cells that have
+    both."""
+    def mse(row, name):
+        return (row.get(name) or {}).get("test_mse")
+
+    judged = [r for r in rows if r["R"] >= 16 and mse(r, "learned") and mse(r, "uniform")]
+    lost = [r for r in judged if mse(r, "learned") >= mse(r, "uniform")]
+    by_cell = {(r["dataset"], r["horizon"], r["lookback"], r["R"]): r for r in rows}
+    pairs = []
+    for (dataset, horizon, lookback, rate), row in sorted(by_cell.items()):
+        double = by_cell.get((dataset, horizon, lookback, 2 * rate))
+        if double and mse(double, "learned") and mse(row, "uniform"):
+            pairs.append((row, double, mse(double, "learned") <= mse(row, "uniform")))
+    if not judged or not pairs:
+        return "e. compression: **not judged** (no cell with both rows)"
+    first = len(lost) == 0
+    second = 2 * sum(ok for _, _, ok in pairs) >= len(pairs)
+    losses = ", ".join(f"{r['dataset']} H={r['horizon']} L={r['lookback']} R={r['R']} "
+                       f"({mse(r, 'learned'):.4f} vs {mse(r, 'uniform'):.4f})" for r in lost)
+    return (f"e. compression: learned < uniform at every R >= 16 ({len(judged) - len(lost)} of "
+            f"{len(judged)} cells{'; not in ' + losses if lost else ''}); learned at 2R <= "
+            f"uniform at R in {sum(ok for _, _, ok in pairs)} of {len(pairs)} cells (half "
+            f"needed): **{'met' if first and second else 'NOT met'}**")
 
 
 def _flat_rows(rows: list[dict]) -> list[dict]:
@@ -116,8 +148,9 @@ def write_report(records: list[dict], out_dir: Path, settings: dict, quick: bool
               ["dataset", "horizon", "lookback", "R", "N", "model", "test_mse", "test_mse_std",
                "n", "seeds", "ratio", "grid_distance", "one_step_share", "train_seconds"])
     names = sorted({n for r in rows for n, v in r.items() if isinstance(v, dict)},
-                   key=lambda n: (n != "uniform", n))
-    learned = [n for n in names if n != "uniform"]
+                   key=lambda n: (n.endswith(ltsf.FLATTEN_SUFFIX), not n.startswith("uniform"),
+                                  n))
+    learned = [n for n in names if not n.startswith("uniform")]
     command = "python benchmarks/compression.py" + (" --quick" if quick else "")
     lines = [
         "# Compression: test MSE against the token budget, learned vs uniform patches", "",
@@ -130,7 +163,13 @@ def write_report(records: list[dict], out_dir: Path, settings: dict, quick: bool
         "learned / uniform (< 1: learned better); grid distance = mean distance of a decoded "
         "start from the uniform grid (test windows).",
         f"Training settings (seeds aside): `{settings}`.", "",
+        "ReinPatch rows run on the package's default backbone (time-aligned `copy` readout "
+        f"with the per-step skip); rows named `{ltsf.FLATTEN_SUFFIX.strip()}` ran on the flatten "
+        "head over token slots (an ablation, each learned row compared with the uniform row of "
+        "its own backbone).", "",
         "The plot of test MSE against N is `compression.png` beside this report.", "",
+        "## Target", "", "- " + verdict_compression(rows), "",
+        "## Every cell", "",
     ]
     header = ["dataset", "H", "L", "R", "N"] + [f"{n} test MSE" for n in names]
     header += [f"{n} ratio" for n in learned] + [f"{n} grid distance" for n in learned]
@@ -157,7 +196,7 @@ def write_report(records: list[dict], out_dir: Path, settings: dict, quick: bool
                       f"(mean ratio {np.mean(ratios):.3f}, best {min(ratios):.3f}, worst "
                       f"{max(ratios):.3f})."]
     write_markdown(out_dir / "compression.md", lines, echo=True)
-    _plot(rows, names, out_dir)
+    _plot(rows, [n for n in names if not n.endswith(ltsf.FLATTEN_SUFFIX)], out_dir)
 
 
 def _plot(rows: list[dict], names: list[str], out_dir: Path) -> None:
@@ -200,6 +239,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
     parser.add_argument("--policy", choices=ltsf.POLICIES, default=ltsf.DEFAULT_POLICY,
                         help=f"policy of the learned rows (default {ltsf.DEFAULT_POLICY})")
+    parser.add_argument("--backbone", choices=sorted(ltsf.BACKBONES),
+                        default=ltsf.DEFAULT_BACKBONE, help="backbone of every row")
     ltsf.add_training_arguments(parser)
     parser.add_argument("--shard", help="i/n: run every n-th fit from the i-th")
     parser.add_argument("--quick", action="store_true",
@@ -219,7 +260,8 @@ def main(argv: list[str] | None = None) -> None:
     set_threads(args.threads)
     cache = args.out_dir / "compression_runs.jsonl"
     specs = plan(args.datasets, args.horizons, args.lookbacks, args.models, args.policy,
-                 lambda seed: ltsf.training_settings(args, seed), args.seeds, rates)
+                 lambda seed: ltsf.training_settings(args, seed), args.seeds, rates,
+                 args.backbone)
     if not args.report_only:
         ltsf.run_missing(shard(specs, args.shard), cache,
                          lambda spec: ltsf.run_one(spec, args), "compression")

@@ -148,27 +148,58 @@ def test_compression_plan_covers_every_cell_once(compression):
     assert cells == {(96, 4), (96, 8), (96, 16), (96, 32), (512, 16), (512, 32), (512, 64)}
     assert {compression.token_count(L, R) for L, R in cells} == {24, 12, 6, 3, 32, 16, 8}
     learned = next(s for s in specs if s.model == "learned")
-    assert learned.params == {"R": 4, "G": 4, "policy": "offset"}
+    assert learned.params == {"R": 4, "G": 4, "policy": "offset", "readout": "copy",
+                              "skip": True}
+    flatten = compression.plan(["ETTh1"], [96], [96], ["uniform"], "density",
+                               lambda seed: {"seed": seed}, [0], backbone="flatten")
+    assert flatten[0].params == {"R": 4}  # the key of the runs made before the readout
 
 
-def test_compression_summary_pairs_learned_with_uniform(compression):
-    def record(model, seed, mse, policy="density"):
-        params = {"R": 8} if model == "uniform" else {"R": 8, "G": 4, "policy": policy}
-        return {"spec": {"dataset": "ETTh1", "horizon": 96, "lookback": 96, "model": model,
-                         "params": params, "settings": {"seed": seed}},
-                "test_mse": mse, "train_seconds": 1.0,
-                "patches": None if model == "uniform" else {"grid_distance": 0.5,
-                                                            "one_step_share": 0.0}}
+def _compression_record(model, seed, mse, policy="density", rate=8, lookback=96,
+                        backbone="copy+skip"):
+    params = {"R": rate} if model == "uniform" else {"R": rate, "G": 4, "policy": policy}
+    params.update({"copy+skip": {"readout": "copy", "skip": True}, "flatten": {}}[backbone])
+    return {"spec": {"dataset": "ETTh1", "horizon": 96, "lookback": lookback, "model": model,
+                     "params": params, "settings": {"seed": seed}},
+            "test_mse": mse, "train_seconds": 1.0,
+            "patches": None if model == "uniform" else {"grid_distance": 0.5,
+                                                        "one_step_share": 0.0}}
 
+
+def test_compression_summary_pairs_learned_with_uniform_of_its_backbone(compression):
+    record = _compression_record
     rows = compression.summarise([record("uniform", 0, 0.40), record("uniform", 1, 0.42),
                                   record("learned", 0, 0.39), record("learned", 1, 0.39),
-                                  record("learned", 0, 0.44, policy="offset")])
+                                  record("learned", 0, 0.44, policy="offset"),
+                                  record("uniform", 0, 0.50, backbone="flatten"),
+                                  record("learned", 0, 0.60, backbone="flatten")])
     assert len(rows) == 1
     row = rows[0]
     assert (row["N"], row["uniform"]["n"]) == (12, 2)
     assert row["learned"]["ratio"] == pytest.approx(0.39 / 0.41)
     assert row["learned"]["grid_distance"] == 0.5
     assert row["learned [offset]"]["ratio"] == pytest.approx(0.44 / 0.41)
+    assert row["learned [flatten head]"]["ratio"] == pytest.approx(0.60 / 0.50)
+
+
+def test_compression_verdict_needs_every_large_r_and_half_the_doubled_cells(compression):
+    def rows(learned: dict, uniform: dict):
+        return compression.summarise(
+            [_compression_record("learned", 0, mse, rate=rate) for rate, mse in learned.items()]
+            + [_compression_record("uniform", 0, mse, rate=rate) for rate, mse in uniform.items()])
+
+    uniform = {4: 0.40, 8: 0.41, 16: 0.42, 32: 0.45}
+    # below uniform at R=16 and 32; learned at 2R <= uniform at R in 2 of 3 pairs
+    met = compression.verdict_compression(rows({4: 0.39, 8: 0.40, 16: 0.41, 32: 0.44}, uniform))
+    assert "2 of 2 cells" in met and "2 of 3 cells" in met and "**met**" in met
+    # one R >= 16 cell where learned is not below uniform fails the target
+    lost = compression.verdict_compression(rows({4: 0.39, 8: 0.40, 16: 0.43, 32: 0.44}, uniform))
+    assert "1 of 2 cells" in lost and "R=16 (0.4300 vs 0.4200)" in lost and "NOT met" in lost
+    # learned at 2R above uniform at R in most pairs fails it too
+    coarse = compression.verdict_compression(rows({4: 0.39, 8: 0.45, 16: 0.41, 32: 0.44},
+                                                  uniform))
+    assert "1 of 3 cells" in coarse and "NOT met" in coarse
+    assert "not judged" in compression.verdict_compression(rows({4: 0.3}, {4: 0.4}))
 
 
 @pytest.fixture(scope="module")
