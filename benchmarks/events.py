@@ -25,10 +25,11 @@ NaiveSeasonal (K = one day: 24 steps for EPF, 48 for vic_elec) and Repeat (last 
 darts' DLinear, NLinear, TSMixer (ltsf.py's peers) and TiDE (covariates.py's), each with its
 learning rate picked on validation MSE from ltsf.py's ``PEER_LRS``, with the same covariates.
 
-The budget is ltsf.py's (``--epochs``, ``--max-train-windows``, ...). Its reduced default
-trains on the most recent 2048 training windows: for vic_elec about 43 days, all in the
-southern summer, so the test months' calendar and temperatures lie outside what a model saw
-in training; ``--max-train-windows 0`` trains on every window (about 18 times as many).
+The budget is ltsf.py's (``--epochs``, ...), but the number of (most recent) training windows
+is the dataset's own (``TRAIN_WINDOWS``): 2048 for EPF_FR_BE (85 days), 8192 for vic_elec
+(about 170 days; ltsf.py's 2048 would be 43 days, all in the southern summer, so that the test
+months' calendar and temperatures lie outside what a model saw). ``--max-train-windows N``
+sets one number for every dataset (``0``: every window, for vic_elec about 4.5 times 8192).
 
 Scores: MSE and MAE on the scaled data, and the MAE in the original unit (forecast and truth
 mapped back through the train-fitted scaler, per target column, averaged over columns and
@@ -70,6 +71,8 @@ CACHE_NAME = "events_runs.jsonl"
 DATASETS = ("EPF_FR_BE", "vic_elec")
 HORIZONS = {"EPF_FR_BE": (24,), "vic_elec": (48, 336)}
 LOOKBACKS = {"EPF_FR_BE": 168, "vic_elec": 336}
+#: Most recent training windows a trained run sees (the reduced budget), per dataset.
+TRAIN_WINDOWS = {"EPF_FR_BE": 2048, "vic_elec": 8192}
 #: NaiveSeasonal's period K: one day of rows.
 SEASONS = {"EPF_FR_BE": 24, "vic_elec": 48}
 #: Datasets whose covariates include the calendar, and the zone of its clock (the file's dates
@@ -228,13 +231,15 @@ def setting_params(dataset: str, setting: str) -> dict[str, Any]:
 def make_plan(datasets: Sequence[str], horizons_of: dict[str, Sequence[int]],
               settings: Sequence[str], models: Sequence[str], training: dict[str, Any],
               seeds: Sequence[int], lookbacks: dict[str, int] | None = None,
-              backbone: str = ltsf.DEFAULT_BACKBONE) -> list[ltsf.RunSpec]:
+              backbone: str = ltsf.DEFAULT_BACKBONE,
+              windows_of: dict[str, int | None] | None = None) -> list[ltsf.RunSpec]:
     """Every run, without repeats: the untrained baselines once per cell, then seed by seed
     (the first seed of every cell first) each cell, setting and model in the given order.
 
     The trained runs are ltsf.py's (``ltsf.plan``: learned with the default policy, uniform
     at every R of ``UNIFORM_SIZES``, the peers at every rate of ``PEER_LRS``, ReinPatch on
     ``backbone``) and covariates.py's TiDE runs, with :func:`setting_params` in their params.
+    ``windows_of`` gives a dataset's own ``max_train_windows`` (default: ``training``'s).
     """
     lookbacks = {**LOOKBACKS, **(lookbacks or {})}
     unknown = sorted(set(models) - set(MODELS))
@@ -251,8 +256,8 @@ def make_plan(datasets: Sequence[str], horizons_of: dict[str, Sequence[int]],
                 specs.append(ltsf.RunSpec(dataset, horizon, "repeat", {}, lookbacks[dataset],
                                           {}))
     for seed in seeds:
-        seeded = {**training, "seed": seed}
         for dataset in datasets:
+            seeded = {**dataset_training(training, dataset, windows_of), "seed": seed}
             lookback = lookbacks[dataset]
             for horizon in horizons_of[dataset]:
                 for setting in settings:
@@ -331,13 +336,27 @@ def glance_name(row: dict) -> str:
     return "tide" if row["family"] == "tide" else ltsf.glance_name(row)
 
 
-def rows_for_report(runs: list[dict], training: dict[str, Any] | None) -> list[dict]:
+def dataset_training(training: dict[str, Any], dataset: str,
+                     windows_of: dict[str, int | None] | None) -> dict[str, Any]:
+    """``training`` with ``dataset``'s own ``max_train_windows`` when ``windows_of`` has one."""
+    if windows_of and dataset in windows_of:
+        return {**training, "max_train_windows": windows_of[dataset]}
+    return training
+
+
+def rows_for_report(runs: list[dict], training: dict[str, Any] | None,
+                    windows_of: dict[str, int | None] | None = None) -> list[dict]:
     """One row per (dataset, horizon, setting, model): the runs of the training settings
-    ``training`` (any seed; all when ``None``) and the untrained baselines, which take no
-    covariates: they stand under ``target`` and under any other setting with runs."""
-    wanted = None if training is None else ltsf.protocol(training)
-    kept = [r for r in runs if r["spec"]["model"] in BASELINES or wanted is None
-            or ltsf.protocol(r["spec"]["settings"]) == wanted]
+    ``training`` (a dataset's own ``max_train_windows`` from ``windows_of``; any seed; all
+    runs when ``training`` is ``None``) and the untrained baselines, which take no covariates:
+    they stand under ``target`` and under any other setting with runs."""
+    def wanted(run: dict) -> bool:
+        if training is None or run["spec"]["model"] in BASELINES:
+            return True
+        own = dataset_training(training, run["spec"]["dataset"], windows_of)
+        return ltsf.protocol(run["spec"]["settings"]) == ltsf.protocol(own)
+
+    kept = [r for r in runs if wanted(r)]
     rows = []
     for setting in SETTINGS:
         here = [r for r in kept if r["spec"]["model"] in BASELINES
@@ -518,14 +537,18 @@ def _at_a_glance(rows: list[dict], dataset: str, horizon: int) -> list[str]:
 
 
 def write_report(runs: list[dict], out_dir: Path, training: dict[str, Any] | None,
-                 command: str, horizons_of: dict[str, Sequence[int]] = HORIZONS) -> list[dict]:
+                 command: str, horizons_of: dict[str, Sequence[int]] = HORIZONS,
+                 windows_of: dict[str, int | None] | None = None) -> list[dict]:
     """``events.md`` and ``events.csv`` from the cached runs of the training settings
     ``training``; the verdicts judge the cells of ``horizons_of`` (the targets' cells: both
     datasets at their own horizons, whichever cells a process runs)."""
-    rows = rows_for_report(runs, training)
+    rows = rows_for_report(runs, training, windows_of)
     out_dir.mkdir(parents=True, exist_ok=True)
     write_csv(out_dir / "events.csv", rows, CSV_FIELDS)
     shown = {k: v for k, v in (training or {}).items() if k != "seed"}
+    if windows_of and training is not None:
+        shown["max_train_windows"] = {d: windows_of.get(d, training["max_train_windows"])
+                                      for d in DATASETS}
     commits = sorted({c for r in rows for c in r["commit"].split("/")})
     machines = sorted({r["machine"] for r in runs if r.get("machine")})
     lines = [
@@ -603,7 +626,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--backbone", choices=sorted(ltsf.BACKBONES),
                         default=ltsf.DEFAULT_BACKBONE, help="backbone of the ReinPatch rows")
     ltsf.add_training_arguments(parser)
-    parser.set_defaults(seeds=[0, 1, 2])
+    parser.set_defaults(seeds=[0, 1, 2], max_train_windows=None)
     parser.add_argument("--shard", default=None, help="i/n: run every n-th run from the i-th")
     parser.add_argument("--out-dir", type=Path, default=RESULTS,
                         help="folder of the run cache and the report")
@@ -619,6 +642,9 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"--lookback {args.lookback} is below 1 or shorter than the season of "
                      f"{', '.join(short) or 'a dataset'}")
     set_threads(args.threads)
+    windows_of = None if args.max_train_windows is not None else dict(TRAIN_WINDOWS)
+    if windows_of is not None:
+        args.max_train_windows = TRAIN_WINDOWS[DATASETS[0]]  # overridden per dataset
     training = ltsf.training_settings(args, args.seeds[0])
     cache = args.out_dir / CACHE_NAME
     given = sys.argv[1:] if argv is None else argv
@@ -626,7 +652,7 @@ def main(argv: list[str] | None = None) -> None:
 
     if not args.report_only:
         specs = shard(make_plan(args.datasets, cells_of, args.settings, args.models, training,
-                                args.seeds, lookbacks, args.backbone), args.shard)
+                                args.seeds, lookbacks, args.backbone, windows_of), args.shard)
         commit = git_commit(CODE_PATHS)  # the code this process has loaded, whatever HEAD
         # becomes; every cell's data is read first, so a horizon too long for a split fails
         # before any training
@@ -644,8 +670,9 @@ def main(argv: list[str] | None = None) -> None:
 
         for spec in specs:  # one at a time, so that the report follows every finished run
             ltsf.run_missing([spec], cache, fit, "events")
-            write_report(load_jsonl(cache), args.out_dir, training, command)
-    write_report(load_jsonl(cache), args.out_dir, training, command)
+            write_report(load_jsonl(cache), args.out_dir, training, command,
+                         windows_of=windows_of)
+    write_report(load_jsonl(cache), args.out_dir, training, command, windows_of=windows_of)
     print(f"[events] report: {args.out_dir / 'events.md'}")
 
 

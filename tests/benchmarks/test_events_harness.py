@@ -249,6 +249,32 @@ def test_tuned_rows_and_peer_rates_are_picked_on_validation(events):
     assert {r["name"] for r in other} == {"naive"}
 
 
+def test_each_dataset_trains_and_reports_on_its_own_number_of_windows(events):
+    windows_of = {"EPF_FR_BE": 32, "vic_elec": 128}
+    own = events.make_plan(events.DATASETS, events.HORIZONS, ["target"], ["uniform"], TRAINING,
+                           [0], windows_of=windows_of)
+    assert {(s.dataset, s.settings["max_train_windows"]) for s in own} == {
+        ("EPF_FR_BE", 32), ("vic_elec", 128)}
+    shared = events.make_plan(["vic_elec"], {"vic_elec": (48,)}, ["target"], ["uniform"],
+                              TRAINING, [0])  # TRAINING's 32 windows
+    records = [{"key": spec.key, "spec": dataclasses.asdict(spec), "label": spec.label,
+                "setting": "target", "val_mse": 0.1,
+                "test_mse": spec.settings["max_train_windows"] / 1000, "test_mae": 0.1,
+                "test_mae_original": 1.0, "epochs": 1, "train_seconds": 1.0,
+                "commit": "abc1234", "date": "2026-01-01 00:00 UTC", "settings": spec.settings}
+               for spec in own + shared if spec.params["R"] == 8]
+
+    def uniform_mse(windows) -> dict:
+        rows = events.rows_for_report(records, TRAINING, windows)
+        return {(r["dataset"], r["horizon"]): r["test_mse"] for r in rows
+                if r["name"] == "uniform R=8"}
+
+    assert uniform_mse(windows_of) == {("EPF_FR_BE", 24): 0.032, ("vic_elec", 48): 0.128,
+                                       ("vic_elec", 336): 0.128}
+    assert uniform_mse(None) == {("EPF_FR_BE", 24): 0.032, ("vic_elec", 48): 0.032}
+    assert events.TRAIN_WINDOWS == {"EPF_FR_BE": 2048, "vic_elec": 8192}
+
+
 # -- verdicts ----------------------------------------------------------------------------------
 
 
