@@ -536,6 +536,68 @@ def _at_a_glance(rows: list[dict], dataset: str, horizon: int) -> list[str]:
     return lines + [""]
 
 
+#: The ReinPatch rows whose wins the report counts, and the rows they are counted against.
+WIN_ROWS = ("learned", "learned tuned")
+WIN_REFERENCES = ("uniform R=8", "uniform tuned") + DARTS_PEERS + ("naive", "repeat")
+
+
+def _win_counts(rows: list[dict], setting: str) -> list[str]:
+    """Per learned row, its wins (lower mean test MSE; a tie counts as a loss) over the cells
+    of ``setting`` that it shares with each reference row, per dataset in brackets."""
+    means = {name: {cell: score.mean for cell, score in cells(rows, name, setting).items()}
+             for name in WIN_ROWS + WIN_REFERENCES}
+    present = [name for name in WIN_REFERENCES if means[name]]
+    if not present or not any(means[name] for name in WIN_ROWS):
+        return []
+    lines = [f"Wins in the {SETTING_NAMES[setting]} setting (cells of lower mean test MSE; "
+             "ties count as losses), per dataset in brackets:", "",
+             "| model | " + " | ".join(f"vs {GLANCE[name]}" for name in present) + " |",
+             "|---|" + "---|" * len(present)]
+    for name in WIN_ROWS:
+        if means[name]:
+            lines.append(f"| {GLANCE[name]} | " + " | ".join(
+                ltsf._wins(means[name], means[reference]) for reference in present) + " |")
+    return lines + [""]
+
+
+#: The rows drawn in ``events.png``.
+PLOTTED = ("learned", "uniform R=8", "uniform tuned", "dlinear", "nlinear", "tsmixer", "tide")
+
+
+def _plot(rows: list[dict], out_dir: Path) -> bool:
+    """``events.png``: test MSE of :data:`PLOTTED` per cell and setting, the seeds' std as
+    error bars. ``False`` when there is nothing to draw."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = sorted({(r["dataset"], r["horizon"]) for r in rows})
+    if not panels:
+        return False
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels), 3.8), squeeze=False)
+    width = 0.8 / len(SETTINGS)
+    for ax, (dataset, horizon) in zip(axes[0], panels):
+        for offset, setting in enumerate(SETTINGS):
+            found = {r["name"]: r for r in rows
+                     if (r["dataset"], r["horizon"], r["setting"]) == (dataset, horizon, setting)}
+            positions = [i + (offset - (len(SETTINGS) - 1) / 2) * width
+                         for i, name in enumerate(PLOTTED) if name in found]
+            shown = [found[name] for name in PLOTTED if name in found]
+            ax.bar(positions, [r["test_mse"] for r in shown], width,
+                   yerr=[r["test_mse_std"] or 0.0 for r in shown], label=SETTING_NAMES[setting])
+        ax.set_xticks(range(len(PLOTTED)))
+        ax.set_xticklabels([GLANCE[name].replace("ReinPatch ", "") for name in PLOTTED],
+                           rotation=45, ha="right", fontsize=7)
+        ax.set_title(f"{dataset}, H = {horizon}")
+        ax.set_ylabel("test MSE")
+    axes[0][-1].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out_dir / "events.png", dpi=100)
+    plt.close(fig)
+    return True
+
+
 def write_report(runs: list[dict], out_dir: Path, training: dict[str, Any] | None,
                  command: str, horizons_of: dict[str, Sequence[int]] = HORIZONS,
                  windows_of: dict[str, int | None] | None = None) -> list[dict]:
@@ -580,6 +642,11 @@ def write_report(runs: list[dict], out_dir: Path, training: dict[str, Any] | Non
     ]
     for dataset, horizon in sorted({(r["dataset"], r["horizon"]) for r in rows}):
         lines += _at_a_glance(rows, dataset, horizon)
+    for setting in SETTINGS:
+        lines += _win_counts(rows, setting)
+    if _plot(rows, out_dir):
+        lines += ["Test MSE per cell (bars: mean over seeds; whiskers: their std):", "",
+                  "![Event-rich test MSE](events.png)", ""]
     lines += ["## Targets", "",
               "Target d judges ReinPatch learned (R=8) with covariates (uniform tuned is shown "
               "beside it, not judged); the darts peers are DLinear, NLinear, TSMixer and TiDE at "

@@ -381,3 +381,25 @@ def test_report_opens_with_the_tables_and_the_targets(events, tmp_path):
     assert "vic_elec **not met yet** (H=48: missing; H=336: missing)" in text
     header = (tmp_path / "events.csv").read_text().splitlines()[0].split(",")
     assert {"commit", "date", "test_mae_original", "setting"} <= set(header)
+
+
+def test_report_counts_the_wins_of_the_learned_rows_and_draws_the_cells(events, tmp_path):
+    def scores(spec):
+        test = {"learned": 0.4, "dlinear": 0.3}.get(spec.model, 0.5)
+        return 0.5, test
+
+    records = _records(events, scores)
+    events.write_report(records, tmp_path, TRAINING, "python benchmarks/events.py")
+    text = (tmp_path / "events.md").read_text()
+    wins = text[text.index("Wins in the target only setting"):text.index("## Targets")]
+    header, _, learned = wins.splitlines()[2:5]
+    columns = [c.strip() for c in header.strip("|").split("|")]
+    values = dict(zip(columns, (c.strip() for c in learned.strip("|").split("|"))))
+    assert values["model"] == "ReinPatch learned (R=8)"
+    assert values["vs ReinPatch uniform (R=8)"] == "1/1 (EPF_FR_BE 1/1)"  # 0.4 < 0.5
+    assert values["vs DLinear"] == "0/1 (EPF_FR_BE 0/1)"  # 0.4 > 0.3
+    assert values["vs TiDE"] == "1/1 (EPF_FR_BE 1/1)"  # 0.4 < 0.5
+    assert "vs NLinear" not in values  # no NLinear run: no column
+    assert "Wins in the + covariates setting" not in text  # no run with covariates
+    assert "![Event-rich test MSE](events.png)" in text
+    assert (tmp_path / "events.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
