@@ -1,12 +1,13 @@
 """Accuracy against the token budget: learned vs uniform patches at several compression rates
 (target e: learned below uniform at every R >= 16, learned at 2R at or below uniform at R).
 
-ETTh1 and ETTm1, H in {96, 336}; lookback 96 with R in {4, 8, 16, 32} and lookback 512 with
-R in {16, 32, 64} (N = ceil(L / R) tokens per series). At every (dataset, H, L, R) the same
-network is fitted with uniform patches and with the learned patcher (the package's default
-policy, ``density``, unless ``--policy`` says otherwise), with the budget and the fitting and
-evaluation code of ``benchmarks/ltsf.py`` (LTSF protocol, early stopping on validation MSE, MSE
-over every test window).
+ETTh1 and ETTm1, H in {96, 336} by default (or any dataset of ``reinpatch_forecast.data``,
+e.g. ``--datasets EPF_FR_BE --horizons 24``: its target columns); lookback 96 with R in
+{4, 8, 16, 32} and lookback 512 with R in {16, 32, 64} (N = ceil(L / R) tokens per series).
+At every (dataset, H, L, R) the same network is fitted with uniform patches and with the
+learned patcher (the package's default policy, ``density``, unless ``--policy`` says
+otherwise), with the budget and the fitting and evaluation code of ``benchmarks/ltsf.py``
+(LTSF protocol, early stopping on validation MSE, MSE over every test window).
 
 Writes ``benchmarks/results/compression.md``, ``.csv`` and ``.png`` (test MSE against the token
 count N). Runs are cached in ``compression_runs.jsonl``: a stopped run resumes, a cell already
@@ -15,6 +16,7 @@ there is skipped; ``--shard 0/2`` and ``--shard 1/2`` split the plan between two
 python benchmarks/compression.py                                   # everything (56 fits):
 #   ~4 h in one process on 2 cores (L=96 cells ~15 min per dataset and H, L=512 ~50 min)
 python benchmarks/compression.py --datasets ETTh1 --horizons 96 --lookbacks 96
+python benchmarks/compression.py --datasets EPF_FR_BE --horizons 24   # the event-rich cell
 python benchmarks/compression.py --shard 0/2 &  python benchmarks/compression.py --shard 1/2
 python benchmarks/compression.py --quick                           # smoke, scratch folder
 python benchmarks/compression.py --report-only

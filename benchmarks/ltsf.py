@@ -874,8 +874,52 @@ def verdict_equal_r(learned: dict[tuple[str, int], float], uniform8: dict[tuple[
             f"{100 * ratios[worst]:+.1f} %.")
 
 
+#: Target f's cells (full protocol) and the published rows it is judged against.
+FULL_PROTOCOL_CELLS = (("ETTh1", 96), ("ETTh1", 192), ("ETTh1", 336), ("ETTh1", 720),
+                       ("ETTm1", 96))
+ENTROPE = "EntroPE (published, other code)"
+
+
+def published_mse(source: str, dataset: str, horizon: int) -> float | None:
+    """The published test MSE of ``source`` (a key of :data:`PUBLISHED`) in one cell."""
+    table = PUBLISHED[source].get(dataset)
+    if table is None or horizon not in (96, 192, 336, 720):
+        return None
+    return table[(96, 192, 336, 720).index(horizon)]
+
+
+def verdict_full_protocol(learned: dict[tuple[str, int], float], entrope_needed: int = 2) -> str:
+    """Target f: under the full protocol, learned below PatchTST@96's published MSE in every
+    cell of :data:`FULL_PROTOCOL_CELLS` that ran, and at or below EntroPE's published MSE in
+    at least ``entrope_needed`` of them.
+
+    ``NOT met`` once a cell that ran is at or above PatchTST@96, or when every cell ran and
+    EntroPE is matched in too few; ``not met yet`` while cells are missing; else ``met``.
+    """
+    ran = [cell for cell in FULL_PROTOCOL_CELLS if cell in learned]
+    above_patchtst = [c for c in ran if learned[c] >= published_mse(PATCHTST, *c)]
+    at_entrope = [c for c in ran if learned[c] <= published_mse(ENTROPE, *c)]
+    if above_patchtst or (len(ran) == len(FULL_PROTOCOL_CELLS)
+                          and len(at_entrope) < entrope_needed):
+        verdict = "NOT met"
+    elif len(at_entrope) >= entrope_needed and not above_patchtst:
+        verdict = "met"
+    else:
+        verdict = "not met yet"
+    detail = "; ".join(
+        f"{d} H={h} {learned[(d, h)]:.4f} vs PatchTST@96 {published_mse(PATCHTST, d, h):.3f}, "
+        f"EntroPE {published_mse(ENTROPE, d, h):.4f}" for d, h in ran) or "no cell run yet"
+    return (f"- f. full protocol: learned below PatchTST@96 (published) in every cell run and "
+            f"at or below EntroPE (published) in at least {entrope_needed} of "
+            f"{len(FULL_PROTOCOL_CELLS)}: **{verdict}** — {len(ran)} of "
+            f"{len(FULL_PROTOCOL_CELLS)} cells run, below PatchTST@96 in "
+            f"{len(ran) - len(above_patchtst)}, at or below EntroPE in {len(at_entrope)} "
+            f"({detail}).")
+
+
 def _full_protocol(rows: list[dict], full_rows: list[dict]) -> list[str]:
-    """The cells also run under the full protocol, beside their reduced-budget rows."""
+    """The cells also run under the full protocol, beside their reduced-budget rows and the
+    published PatchTST@96 and EntroPE numbers, with target f's verdict."""
     if not full_rows:
         return []
     reduced = {(r["dataset"], r["horizon"], glance_name(r)): r for r in rows}
@@ -883,9 +927,11 @@ def _full_protocol(rows: list[dict], full_rows: list[dict]) -> list[str]:
              "The same cells trained on every training window for up to "
              f"{FULL_PROTOCOL['epochs']} epochs (patience {FULL_PROTOCOL['patience']}) instead "
              "of the reduced budget above. Test MSE (in brackets: what was picked on "
-             "validation; epochs run; training seconds):", "",
-             "| dataset | H | model | reduced | full | change | epochs (full) | train s (full) |",
-             "|---|---|---|---|---|---|---|---|"]
+             "validation; epochs run; training seconds), beside the published numbers of the "
+             "cell (other code, full training):", "",
+             "| dataset | H | model | reduced | full | change | epochs (full) | train s (full) | "
+             "*PatchTST@96* | *EntroPE* |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for row in sorted(full_rows, key=lambda r: (r["dataset"], r["horizon"], glance_name(r))):
         name = glance_name(row)
         before = reduced.get((row["dataset"], row["horizon"], name))
@@ -895,9 +941,14 @@ def _full_protocol(rows: list[dict], full_rows: list[dict]) -> list[str]:
         else:
             then = _with_choice(before, name)
             change = f"{100 * (row['test_mse'] / before['test_mse'] - 1):+.1f} %"
+        published = [published_mse(source, row["dataset"], row["horizon"])
+                     for source in (PATCHTST, ENTROPE)]
+        shown = " | ".join("–" if v is None else f"*{v:g}*" for v in published)
         lines.append(f"| {row['dataset']} | {row['horizon']} | {name} | {then} | {full} | "
-                     f"{change} | {row['epochs']:.3g} | {row['train_seconds']:.0f} |")
-    lines.append("")
+                     f"{change} | {row['epochs']:.3g} | {row['train_seconds']:.0f} | {shown} |")
+    learned = {(r["dataset"], r["horizon"]): r["test_mse"] for r in full_rows
+               if glance_name(r) == "learned"}
+    lines += ["", verdict_full_protocol(learned), ""]
     return lines
 
 

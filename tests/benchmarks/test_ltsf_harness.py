@@ -300,6 +300,25 @@ def test_verdict_equal_r_judges_averages_and_every_cell(ltsf):
     assert "no cell with both" in ltsf.verdict_equal_r({}, uniform8)
 
 
+def test_verdict_full_protocol_against_the_published_rows(ltsf):
+    # published: PatchTST@96 ETTh1 0.414/0.460/0.501/0.500, ETTm1 0.329 at H=96;
+    # EntroPE ETTh1 0.3788/0.4222/0.4594/0.4406, ETTm1 0.3153 at H=96
+    assert "**not met yet** — 0 of 5" in ltsf.verdict_full_protocol({})
+    two = {("ETTh1", 96): 0.3700, ("ETTh1", 336): 0.4594}  # at EntroPE counts
+    assert "**met** — 2 of 5 cells run, below PatchTST@96 in 2, at or below EntroPE in 2" in \
+        ltsf.verdict_full_protocol(two)
+    # one cell at PatchTST@96's number is not below it
+    assert "**NOT met**" in ltsf.verdict_full_protocol({**two, ("ETTh1", 720): 0.500})
+    # every cell run below PatchTST@96, EntroPE matched once: missed for good
+    once = {("ETTh1", 96): 0.37, ("ETTh1", 192): 0.45, ("ETTh1", 336): 0.49,
+            ("ETTh1", 720): 0.49, ("ETTm1", 96): 0.32}
+    assert "**NOT met** — 5 of 5 cells run, below PatchTST@96 in 5, at or below EntroPE in 1" \
+        in ltsf.verdict_full_protocol(once)
+    assert "**met**" in ltsf.verdict_full_protocol(once, entrope_needed=1)
+    assert ltsf.published_mse(ltsf.ENTROPE, "ETTm1", 96) == 0.3153
+    assert ltsf.published_mse(ltsf.PATCHTST, "EPF_FR_BE", 24) is None
+
+
 def test_learned_tuned_picks_its_patch_size_on_validation_per_backbone(ltsf):
     records = []
     # learned R=16 has the best validation MSE, R=4 the best test MSE
@@ -342,7 +361,11 @@ def test_full_protocol_rows_stand_beside_their_reduced_budget_rows(ltsf, tmp_pat
     ltsf.write_report(_runs(*reduced, *full), tmp_path, SETTINGS)
     text = (tmp_path / "ltsf.md").read_text()
     section = text[text.index("## Full protocol"):text.index("## ETTh1")]
-    assert "| ETTh1 | 96 | learned | 0.4000 | 0.3800 | -5.0 % | 7 | 1 |" in section
+    assert ("| ETTh1 | 96 | learned | 0.4000 | 0.3800 | -5.0 % | 7 | 1 | *0.414* | *0.3788* |"
+            in section)
+    # target f: one of five cells run, below PatchTST@96 but above EntroPE
+    assert "**not met yet** — 1 of 5 cells run, below PatchTST@96 in 1, at or below EntroPE " \
+        "in 0 (ETTh1 H=96 0.3800 vs PatchTST@96 0.414, EntroPE 0.3788)" in section
     assert "| ETTh1 | 96 | uniform tuned | 0.4100 [R=8] | 0.4100 [R=8] | +0.0 % |" in section
     assert "| ETTh1 | 96 | dlinear | 0.4500 [lr=0.001] | 0.4400 [lr=0.001] | -2.2 % |" in section
     # the full-protocol runs stay out of the reduced-budget tables, and the CSV tells them apart
