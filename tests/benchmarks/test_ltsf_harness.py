@@ -229,6 +229,11 @@ def test_at_a_glance_counts_wins_and_checks_the_targets(ltsf, tmp_path):
     assert "ETTh1 0.3960 vs 0.4000 (met)" in glance
     assert "ETTh2 0.3060 vs 0.3000 at H=96 only (NOT met)" in glance
     assert "No cell worse by > 1 %: NOT met (worst: ETTh2 H=96, +2.0 %; 3 cells)" in glance
+    # the report opens with the table, the win counts, the plot, then the targets
+    order = [glance.index(marker) for marker in
+             ("| model | ETTh1 | ETTh2 |", "| model | vs uniform R=8", "](ltsf.png)",
+              "**Targets**")]
+    assert order == sorted(order)
 
 
 def _table(ltsf, cells, settings=SETTINGS):
