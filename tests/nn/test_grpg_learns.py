@@ -105,7 +105,7 @@ def test_wrong_sign_policy_gradient_does_not_learn(outcomes):
 
 
 @pytest.mark.slow
-def test_offset_policy_learns_within_its_reach():
+def test_offset_policy_learns_within_its_reach(outcomes):
     # Offsets move each boundary at most 5 steps around the 12-step grid: they cannot isolate
     # every spike. On some seeds the policy settles on the grid (the ratio to uniform is then
     # 1.0); on others it learns to cut closer (measured ratios ~0.7-0.85), so the check is
@@ -113,7 +113,8 @@ def test_offset_policy_learns_within_its_reach():
     ratios = []
     for seed in (0, 1, 2):
         offset = train_and_evaluate("learned", policy="offset", seed=seed)
-        uniform = train_and_evaluate("uniform", seed=seed)
+        # seed 0's uniform run is the module's
+        uniform = outcomes["uniform"] if seed == 0 else train_and_evaluate("uniform", seed=seed)
         ratios.append(offset.mse / uniform.mse)
     assert max(ratios) < 1.05, ratios
     assert min(ratios) < 0.9, ratios
