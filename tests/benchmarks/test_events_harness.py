@@ -403,3 +403,34 @@ def test_report_counts_the_wins_of_the_learned_rows_and_draws_the_cells(events, 
     assert "Wins in the + covariates setting" not in text  # no run with covariates
     assert "![Event-rich test MSE](events.png)" in text
     assert (tmp_path / "events.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_report_sets_the_full_protocol_beside_the_reduced_budget(events, tmp_path):
+    reduced = _records(events, lambda spec: (0.5, 0.4 if spec.model == "learned" else 0.5))
+    full_training = {**TRAINING, "epochs": 10, "patience": 3, "max_train_windows": None}
+    full = []
+    for record in reduced:
+        if record["spec"]["model"] in ("naive", "repeat") or record["spec"]["params"].get(
+                "R", 8) != 8:
+            continue
+        settings = {**full_training, "seed": record["settings"]["seed"]}
+        spec = {**record["spec"], "settings": settings}
+        full.append({**record, "key": record["key"] + "-full", "spec": spec,
+                     "settings": settings, "test_mse": 0.3, "test_mae_original": 3.0,
+                     "epochs": 7})
+    events.write_report(reduced + full, tmp_path, TRAINING, "python benchmarks/events.py")
+    text = (tmp_path / "events.md").read_text()
+    section = text[text.index("## Full protocol against the reduced budget"):
+                   text.index("## Every row")]
+    assert "| EPF_FR_BE | 24 | target only | ReinPatch learned (R=8) | 0.4000 ± 0.0000 | " \
+           "0.3000 ± 0.0000 | -25.0 % | 3.00 EUR/MWh | 7 | 1 |" in section
+    assert "ReinPatch uniform (R=8) | 0.5000 ± 0.0000 | 0.3000 ± 0.0000 | -40.0 %" in section
+    assert "naive" not in section.lower()  # the baselines train nothing
+    # the reduced tables above keep the reduced runs only
+    assert "| ReinPatch learned (R=8) | **0.4000 ± 0.0000** | 0.2000 | 4.00 |" in text
+    protocols = [line.split(",")[0] for line in
+                 (tmp_path / "events.csv").read_text().splitlines()[1:]]
+    assert {"reduced", "full"} == set(protocols)
+    # without trained full-protocol runs there is no such section
+    events.write_report(reduced, tmp_path, TRAINING, "python benchmarks/events.py")
+    assert "## Full protocol" not in (tmp_path / "events.md").read_text()
