@@ -540,23 +540,17 @@ def _full_protocol(rows: list[dict], full_rows: list[dict]) -> list[str]:
                                                 order.index(r["name"]) if r["name"] in order
                                                 else 99)):
         before = reduced.get((row["dataset"], row["horizon"], row["setting"], row["name"]))
-        full = _with_choice(row)
+        full = ltsf._with_choice(row, row["name"])
         if before is None:
             then, change = "–", "–"
         else:
-            then = _with_choice(before)
+            then = ltsf._with_choice(before, before["name"])
             change = f"{100 * (row['test_mse'] / before['test_mse'] - 1):+.1f} %"
         lines.append(f"| {row['dataset']} | {row['horizon']} | {SETTING_NAMES[row['setting']]} "
                      f"| {GLANCE.get(row['name'], row['name'])} | {then} | {full} | {change} | "
                      f"{row['test_mae_original']:.2f} {UNITS[row['dataset']]} | "
                      f"{row['epochs']:.3g} | {row['train_seconds']:.0f} |")
     return lines + [""]
-
-
-def _with_choice(row: dict) -> str:
-    """The row's test MSE (mean ± std over its seeds), with what it picked on validation."""
-    mse = format_mean_std(row["test_mse"], row["test_mse_std"], row["n_seeds"])
-    return mse + _picked(row)
 
 
 def _picked(row: dict) -> str:
