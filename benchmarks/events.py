@@ -553,17 +553,11 @@ def _full_protocol(rows: list[dict], full_rows: list[dict]) -> list[str]:
     return lines + [""]
 
 
-def _picked(row: dict) -> str:
-    """What a tuned row or peer picked on validation, as `` [R=16]``; empty for other rows."""
-    picked = row["model"].partition(" (")[2].rstrip(")")
-    return f" [{picked}]" if picked else ""
-
-
 def _glance_cell(row: dict | None, best: bool) -> str:
     if row is None:
         return "– | – | –"
     mse = format_mean_std(row["test_mse"], row["test_mse_std"], row["n_seeds"])
-    mse = (f"**{mse}**" if best else mse) + _picked(row)
+    mse = (f"**{mse}**" if best else mse) + ltsf._picked(row, row["name"])
     return f"{mse} | {row['test_mae']:.4f} | {row['test_mae_original']:.2f}"
 
 

@@ -956,12 +956,17 @@ def _full_protocol(rows: list[dict], full_rows: list[dict]) -> list[str]:
 def _with_choice(row: dict, name: str) -> str:
     """The row's test MSE, with what it picked on validation in brackets when its model name
     says more than its summary ``name`` (``uniform tuned (R=4)`` -> ``0.4697 [R=4]``)."""
+    return _mse(row) + _picked(row, name)
+
+
+def _picked(row: dict, name: str) -> str:
+    """What the row picked on validation, as `` [R=4]``; empty when its model name is ``name``."""
     tuned = TUNED_NAME.match(row["model"])
     if tuned:
         picked = tuned.group(0).partition(" (")[2].rstrip(")")
     else:
         picked = row["model"].partition(" (")[2].rstrip(")") if name != row["model"] else ""
-    return _mse(row) + (f" [{picked}]" if picked else "")
+    return f" [{picked}]" if picked else ""
 
 
 def _wins(cells: dict, reference: dict) -> str:
