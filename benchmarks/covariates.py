@@ -51,7 +51,8 @@ from _common import (RESULTS, decoded_patch_statistics, format_mean_std, git_com
 from _protocol import (BASELINES, PredictFn, baseline_predict_fn,  # noqa: E402
                        darts_predict_fn, evaluate_windows)
 from ltsf import (PEER_LRS, RunSpec, _aggregate, _build_model, add_training_arguments,  # noqa: E402
-                  load_splits, plan, protocol, run_missing, training_settings)
+                  load_splits, pick_on_validation, plan, protocol, run_missing,
+                  training_settings)
 
 CACHE_NAME = "covariates_runs.jsonl"
 TARGET = "OT"
@@ -366,7 +367,7 @@ def check_scoring(data: CovariateData, horizon: int, lookback: int, out_dir: Pat
 
 def rows_for_report(runs: list[dict], training: dict[str, Any] | None) -> list[dict]:
     """One row per (horizon, model, setting): seeds averaged (ltsf.py's ``_aggregate``); each
-    darts peer at the learning rate of the lower mean validation MSE."""
+    darts peer at the learning rate picked on validation (ltsf.py's ``pick_on_validation``)."""
     wanted = None if training is None else protocol(training)
     groups: dict[tuple, list[dict]] = {}
     for record in runs:
@@ -377,15 +378,15 @@ def rows_for_report(runs: list[dict], training: dict[str, Any] | None) -> list[d
         setting = record.get("setting", "target")
         groups.setdefault((spec["horizon"], spec["model"], setting, spec["params"].get("lr")),
                           []).append(record)
-    rows: dict[tuple, dict] = {}
+    by_cell: dict[tuple, list[tuple[Any, list[dict]]]] = {}
     for (horizon, model, setting, lr), group in sorted(groups.items(), key=str):
-        row = {"horizon": horizon, "model": MODEL_NAMES.get(model, model), "family": model,
-               "setting": setting, "lr": lr, **_aggregate(group)}
-        cell = (horizon, model, setting)
-        if cell not in rows or row["val_mse"] < rows[cell]["val_mse"]:
-            row["lrs_tried"] = len({k[3] for k in groups if k[:3] == cell})
-            rows[cell] = row
-    return sorted(rows.values(), key=lambda r: (r["horizon"], list(MODEL_NAMES).index(
+        by_cell.setdefault((horizon, model, setting), []).append((lr, group))
+    rows = []
+    for (horizon, model, setting), tried in by_cell.items():
+        lr, group = tried[pick_on_validation([group for _, group in tried])]
+        rows.append({"horizon": horizon, "model": MODEL_NAMES.get(model, model), "family": model,
+                     "setting": setting, "lr": lr, **_aggregate(group), "lrs_tried": len(tried)})
+    return sorted(rows, key=lambda r: (r["horizon"], list(MODEL_NAMES).index(
         r["family"]) if r["family"] in MODEL_NAMES else 99, SETTINGS.index(r["setting"])))
 
 

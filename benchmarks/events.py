@@ -316,23 +316,24 @@ def _aggregated_rows(records: list[dict]) -> list[dict]:
 
 def _tide_rows(records: list[dict]) -> list[dict]:
     """TiDE's row per (dataset, horizon): seeds averaged (``ltsf._aggregate``), at the learning
-    rate of the lower mean validation MSE, as ``ltsf.rows_for_report`` picks its peers'."""
-    groups: dict[tuple, list[dict]] = {}
+    rate picked on validation as ``ltsf.rows_for_report`` picks its peers'
+    (``ltsf.pick_on_validation``)."""
+    groups: dict[tuple, dict[float, list[dict]]] = {}
     for record in records:
         spec = record["spec"]
-        groups.setdefault((spec["dataset"], spec["horizon"], spec["params"]["lr"]),
-                          []).append(record)
-    best: dict[tuple, dict] = {}
-    for (dataset, horizon, lr), group in sorted(groups.items()):
+        groups.setdefault((spec["dataset"], spec["horizon"]), {}).setdefault(
+            spec["params"]["lr"], []).append(record)
+    rows = []
+    for (dataset, horizon), by_lr in sorted(groups.items()):
+        tried = sorted(by_lr.items())
+        lr, group = tried[ltsf.pick_on_validation([group for _, group in tried])]
         row = dict(dataset=dataset, horizon=horizon, family="tide", v1=False,
                    **ltsf._aggregate(group))
         row["test_mae_original"] = float(np.mean([r["test_mae_original"] for r in group]))
-        tried = sum(k[:2] == (dataset, horizon) for k in groups)
-        row["model"] = f"tide (lr={lr:g}" + ("" if tried == len(ltsf.PEER_LRS) else ", untuned") \
-            + ")"
-        if (dataset, horizon) not in best or row["val_mse"] < best[(dataset, horizon)]["val_mse"]:
-            best[(dataset, horizon)] = row
-    return list(best.values())
+        row["model"] = f"tide (lr={lr:g}" + ("" if len(tried) == len(ltsf.PEER_LRS)
+                                             else ", untuned") + ")"
+        rows.append(row)
+    return rows
 
 
 def glance_name(row: dict) -> str:

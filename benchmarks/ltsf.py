@@ -553,6 +553,26 @@ def _aggregate(records: list[dict]) -> dict:
     return row
 
 
+def _seed(record: dict) -> int:
+    return record["spec"]["settings"].get("seed", 0)
+
+
+def pick_on_validation(candidates: list[list[dict]]) -> int:
+    """Index of the candidate (a configuration's runs, one per seed) with the lowest mean
+    validation MSE over the seeds every candidate has.
+
+    Candidates with more seeds would otherwise be judged on other draws than the rest (a size
+    run at seed 0 only against one with three seeds); where they share no seed, each is judged
+    on all of its own.
+    """
+    if not candidates:
+        raise ValueError("no candidate to pick from")
+    common = set.intersection(*({_seed(r) for r in group} for group in candidates))
+    scores = [_aggregate([r for r in group if _seed(r) in common] or group)["val_mse"]
+              for group in candidates]
+    return int(np.argmin(scores))
+
+
 def rows_for_report(runs: dict[str, dict], settings: dict[str, Any] | None = None) -> list[dict]:
     """One row per (dataset, horizon, reported model), tuned uniform chosen on validation.
 
@@ -560,7 +580,8 @@ def rows_for_report(runs: dict[str, dict], settings: dict[str, Any] | None = Non
     always is), so runs of another protocol in the same cache never mix into one table;
     foundation rows only with the patcher shipped now. The seeds of one configuration make one
     row (mean, and std over seeds). A darts peer run at several learning rates is reported once,
-    at the rate with the lower mean validation MSE; ``uniform tuned`` likewise picks ``R``.
+    at the rate with the lower mean validation MSE; ``uniform tuned`` and ``learned tuned``
+    likewise pick ``R`` (both: over the seeds every candidate has, ``pick_on_validation``).
     """
     wanted = None if settings is None else protocol(settings)
     by_cell: dict[tuple, list[dict]] = {}
@@ -600,16 +621,17 @@ def rows_for_report(runs: dict[str, dict], settings: dict[str, Any] | None = Non
             candidate = _tuned_candidate(rows[-1])
             if candidate is not None:
                 family, rate, suffix = candidate
-                sized.setdefault((family, suffix, protocol_key), []).append((rate, rows[-1]))
+                sized.setdefault((family, suffix, protocol_key), []).append(
+                    (rate, rows[-1], group))
         for (peer, _), tried in sorted(peers.items()):
-            scored = [(row(peer, group), lr) for lr, group in tried]
-            best, lr = min(scored, key=lambda item: item[0]["val_mse"])
+            lr, group = tried[pick_on_validation([group for _, group in tried])]
+            best = row(peer, group)
             tuned = len(tried) == len(PEER_LRS)
             best["model"] = f"{peer} (lr={lr:g})" if tuned else f"{peer} (lr={lr:g}, untuned)"
             rows.append(best)
         for (family, suffix, _), sizes in sorted(sized.items(), key=str):
-            if sorted(rate for rate, _ in sizes) == sorted(UNIFORM_SIZES):
-                rate, best = min(sizes, key=lambda item: item[1]["val_mse"])
+            if sorted(rate for rate, _, _ in sizes) == sorted(UNIFORM_SIZES):
+                rate, best, _ = sizes[pick_on_validation([group for _, _, group in sizes])]
                 rows.append({**best, "model": f"{family} tuned (R={rate}){suffix}"})
     return rows
 

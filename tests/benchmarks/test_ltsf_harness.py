@@ -143,6 +143,40 @@ def test_tuned_uniform_with_seeds_chooses_on_the_mean_validation(ltsf):
     assert [(r["model"], r["n_seeds"]) for r in tuned] == [("uniform tuned (R=8)", 2)]
 
 
+def test_tuned_rows_compare_sizes_on_the_seeds_every_size_has(ltsf):
+    # R=8 has three seeds and the others seed 0 only. On seed 0, R=8 validates best; its
+    # three-seed mean (0.7667) is worse than R=4's one seed (0.6), which would pick R=4.
+    records = [_record(ltsf, "uniform", {"R": 8}, val, 0.40, seed=seed)
+               for seed, val in enumerate((0.5, 0.9, 0.9))]
+    records += [_record(ltsf, "uniform", {"R": r}, val, 0.50) for r, val in
+                [(4, 0.6), (16, 0.7), (24, 0.7)]]
+    tuned = [r for r in ltsf.rows_for_report(_runs(*records)) if "tuned" in r["model"]]
+    # the picked size is reported over all of its seeds
+    assert [(r["model"], r["n_seeds"]) for r in tuned] == [("uniform tuned (R=8)", 3)]
+    assert tuned[0]["test_mse"] == pytest.approx(0.40)
+
+
+def test_pick_on_validation_uses_common_seeds_or_else_each_candidates_own(ltsf):
+    def runs(vals_by_seed):
+        return [_record(ltsf, "nlinear", {"lr": 1e-3}, val, 0.4, seed=seed)
+                for seed, val in vals_by_seed.items()]
+
+    assert ltsf.pick_on_validation([runs({0: 0.5, 1: 0.9}), runs({0: 0.6})]) == 0
+    assert ltsf.pick_on_validation([runs({0: 0.7, 1: 0.1}), runs({0: 0.6})]) == 1
+    # no seed in common: each candidate's own mean
+    assert ltsf.pick_on_validation([runs({1: 0.7, 2: 0.3}), runs({0: 0.6})]) == 0
+    with pytest.raises(ValueError, match="no candidate"):
+        ltsf.pick_on_validation([])
+
+
+def test_peer_learning_rate_with_seeds_is_picked_on_the_common_seeds(ltsf):
+    records = [_record(ltsf, "dlinear", {"lr": 1e-3}, val, 0.40, seed=seed)
+               for seed, val in enumerate((0.8, 0.5, 0.5))]
+    records.append(_record(ltsf, "dlinear", {"lr": 1e-4}, 0.7, 0.45))
+    rows = ltsf.rows_for_report(_runs(*records))
+    assert [(r["model"], r["n_seeds"]) for r in rows] == [("dlinear (lr=0.0001)", 1)]
+
+
 def test_summary_averages_complete_rows_and_bolds_the_best(ltsf):
     runs = {}
     for model, params, horizon, test in [("learned", _learned(), 96, 0.40),
