@@ -530,11 +530,15 @@ def cached_runs_like(specs: list[RunSpec], cache: Path) -> tuple[list[dict], dic
 PATCH_FIELDS = ("first_length", "last_length", "one_step_share", "length_std", "grid_distance")
 
 
+def _seed(record: dict) -> int:
+    return record["spec"]["settings"].get("seed", 0)
+
+
 def _aggregate(records: list[dict]) -> dict:
     """Scores of one configuration: means over its seeds (a seed run twice: the latest)."""
     by_seed: dict[int, dict] = {}
     for record in sorted(records, key=lambda r: r.get("date", "")):
-        by_seed[record["spec"]["settings"].get("seed", 0)] = record
+        by_seed[_seed(record)] = record
     runs = [by_seed[s] for s in sorted(by_seed)]
     test_mse, test_std = mean_std([r["test_mse"] for r in runs])
     row = {
@@ -551,10 +555,6 @@ def _aggregate(records: list[dict]) -> dict:
     for name in PATCH_FIELDS:
         row[name] = mean_std([p[name] for p in patches])[0] if patches else None
     return row
-
-
-def _seed(record: dict) -> int:
-    return record["spec"]["settings"].get("seed", 0)
 
 
 def pick_on_validation(candidates: list[list[dict]]) -> int:
@@ -581,7 +581,7 @@ def rows_for_report(runs: dict[str, dict], settings: dict[str, Any] | None = Non
     foundation rows only with the patcher shipped now. The seeds of one configuration make one
     row (mean, and std over seeds). A darts peer run at several learning rates is reported once,
     at the rate with the lower mean validation MSE; ``uniform tuned`` and ``learned tuned``
-    likewise pick ``R`` (both: over the seeds every candidate has, ``pick_on_validation``).
+    likewise pick ``R`` (all three over the seeds every candidate has: ``pick_on_validation``).
     """
     wanted = None if settings is None else protocol(settings)
     by_cell: dict[tuple, list[dict]] = {}
