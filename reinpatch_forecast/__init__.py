@@ -6,13 +6,7 @@
 
 from __future__ import annotations
 
-import importlib
-
-from . import _moved
-
 __version__ = "0.1.0.dev0"
-
-_moved.install()
 
 __all__ = ["ReinPatchModel", "ReinPatchForecaster", "__version__"]
 
@@ -26,6 +20,4 @@ def __getattr__(name: str):
         from .sktime import ReinPatchForecaster
 
         return ReinPatchForecaster
-    if f"{__name__}.{name}" in _moved.MOVED_MODULES:  # ``from reinpatch_forecast import datasets``
-        return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'reinpatch_forecast' has no attribute {name!r}")

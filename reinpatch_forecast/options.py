@@ -64,7 +64,7 @@ class ModelOptions:
         "foundation patcher used frozen (only the backbone trains, with no group rollouts): "
         "``\"pretrained\"`` (the one shipped in the package), a "
         ":class:`~reinpatch_forecast.nn.LearnedPatcher` or the path of one saved with "
-        ":func:`~reinpatch_forecast.foundation.save_patcher`.",
+        ":func:`~reinpatch_forecast.patcher_io.save_patcher`.",
         "str, path or LearnedPatcher",
         "learned, uniform, random, volatility, pretrained (the foundation patcher shipped in "
         "the package, frozen), or the file of a saved foundation patcher",

@@ -165,6 +165,6 @@ def resolve_patcher_state(value: Any, argument: str) -> dict[str, Any]:
     names = ", ".join(map(repr, PATCHER_NAMES)) + ", " if argument == "patcher" else ""
     raise ReinPatchInputError(
         f"{argument} must be one of {names}'pretrained', a LearnedPatcher or the path of a "
-        f"patcher file saved with reinpatch_forecast.foundation.save_patcher; got {value!r}"
+        f"patcher file saved with reinpatch_forecast.patcher_io.save_patcher; got {value!r}"
         + (" (no such file)." if isinstance(value, (str, os.PathLike)) else ".")
     )

@@ -3,7 +3,7 @@
 Subcommands
 -----------
 demo
-    The README's main job (``reinpatch_forecast.demo``): ReinPatch against uniform patches and a
+    The README's main job (``reinpatch_forecast.cli.demo``): ReinPatch against uniform patches and a
     seasonal naive baseline on the bundled ETTh1, plus forecast, segmentation and boundary
     statistics figures written to ``--out``.
 fit
@@ -17,7 +17,7 @@ segment
     Plot where a saved model's patcher cuts the last window of a CSV file.
 pretrain-patcher
     Pretrain a foundation patcher (``reinpatch_forecast.foundation.pretrain_patcher``) on the
-    default corpus (``reinpatch_forecast.corpus``) and save it; the command that reproduces the
+    default corpus (``reinpatch_forecast.foundation.corpus``) and save it; the command that reproduces the
     patcher shipped in ``reinpatch_forecast/pretrained/``.
 
 Every subcommand has ``--help``. Errors a user can fix print one line on stderr: exit code 2

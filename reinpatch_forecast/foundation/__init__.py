@@ -13,8 +13,6 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .._moved import moved_name
-
 #: Public names of this package, by the module that defines them.
 _NAMES = {
     "corpus": ("SYNTHETIC_KINDS", "synthetic_series", "library_series", "ltsf_training_series",
@@ -29,7 +27,7 @@ def __getattr__(name: str) -> Any:
     for module, names in _NAMES.items():
         if name in names:
             return getattr(importlib.import_module(f".{module}", __name__), name)
-    return moved_name(__name__, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:

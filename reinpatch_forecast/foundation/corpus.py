@@ -3,7 +3,7 @@
 Three sources of univariate series, each returned as ``{name: values}`` (1-D float arrays):
 
 - :func:`ltsf_training_series`: every channel of the LTSF files, **training split only** (the
-  standard borders of :mod:`reinpatch_forecast.datasets`), so no benchmark validation or test
+  standard borders of :mod:`reinpatch_forecast.data`), so no benchmark validation or test
   row is ever seen by a pretrained patcher;
 - :func:`library_series`: real series bundled with sktime and statsmodels (airline passengers,
   lynx, PBS, US macro data, CO2, sunspots, El Nino, Nile);
@@ -127,7 +127,7 @@ def ltsf_training_series(data_dir: str | os.PathLike,
     Parameters
     ----------
     data_dir
-        Folder of the LTSF CSVs (see :func:`reinpatch_forecast.datasets.load_ltsf_frame`).
+        Folder of the LTSF CSVs (see :func:`reinpatch_forecast.data.load_ltsf_frame`).
     datasets
         Which files.
 
