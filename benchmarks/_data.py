@@ -123,9 +123,14 @@ def _targets(splits, columns: list[int], names: Sequence[str], freq) -> dict[str
 
 
 def etth1_covariate_data(lookback: int, horizon: int, data_dir: str | Path) -> Data:
-    """ETTh1's OT alone; settings ``target``, ``load`` (the six loads, past) and
-    ``load+calendar`` (plus the calendar, future), all on the LTSF train-only scaler."""
-    splits = load_splits("ETTh1", lookback, horizon, data_dir)
+    """:func:`ett_covariate_data` of ETTh1's LTSF splits."""
+    return ett_covariate_data(load_splits("ETTh1", lookback, horizon, data_dir))
+
+
+def ett_covariate_data(splits) -> Data:
+    """OT alone from an ETT file's scaled splits; settings ``target``, ``load`` (the six
+    loads, past covariates) and ``load+calendar`` (plus the calendar, future covariates), all
+    on the LTSF train-only scaler."""
     columns = list(splits.columns)
     rows, index = split_rows(splits)
     target = _targets(splits, [columns.index(ETTH1_TARGET)], [ETTH1_TARGET], index.freq)
