@@ -262,13 +262,16 @@ EXPERIMENTS: dict[str, dict[str, Any]] = {
         "budget": "reduced", "models": COVARIATE_MODELS,
         "default_models": ["learned", "uniform", "tide", "tsmixer", "repeat"]},
     "compression": {
-        "kind": "forecast", "data": "ltsf", "datasets": ["ETTh1", "ETTm1"],
-        "horizons": [96, 336], "lookback": [96, 512], "seeds": [0], "budget": "reduced",
+        "kind": "forecast", "data": "ltsf", "datasets": ["ETTh1", "ETTm1", "EPF_FR_BE"],
+        "default_datasets": ["ETTh1", "ETTm1"], "horizons": [96, 336], "lookback": [96, 512],
+        "seeds": [0], "budget": "reduced",
         "models": COMPRESSION_MODELS, "default_models": ["uniform", "learned"],
         "patch_stats": ["learned"]},
     "readout": {
-        "kind": "forecast", "data": "ltsf", "datasets": ["ETTh1"], "horizons": [96],
-        "lookback": 96, "seeds": [0], "budget": "reduced", "models": READOUT_MODELS,
+        "kind": "forecast", "data": "ltsf",
+        "datasets": ["ETTh1", "ETTm1", "EPF_FR_BE", "vic_elec"], "default_datasets": ["ETTh1"],
+        "horizons": [96], "lookback": 96, "seeds": [0], "budget": "reduced",
+        "models": READOUT_MODELS,
         "default_models": ["uniform", "volatility"], "require": ["R=8"],
         "patch_stats": ["learned", "foundation", "random", "volatility"]},
     "boundaries": {
