@@ -296,8 +296,10 @@ def run_synthetic(run: dict) -> dict[str, Any]:
     return measured
 
 
-def record_of(run: dict, measured: dict, experiment: dict) -> dict[str, Any]:
-    """The JSONL record of a finished run: its row's identity, seed, measures, stamp."""
+def record_of(run: dict, measured: dict, experiment: dict,
+              code: str | None = None) -> dict[str, Any]:
+    """The JSONL record of a finished run: its row's identity, seed, measures, and the stamp
+    of the code that made it (``code``: the commit when the process started)."""
     spec = experiment["models"][run["model"]]
     row: dict[str, Any] = {"experiment": run["experiment"], "dataset": run["dataset"],
                            "model": run["model"]}
@@ -314,7 +316,7 @@ def record_of(run: dict, measured: dict, experiment: dict) -> dict[str, Any]:
         row[new] = row[old]
     return {**row, "seed": run["seed"], **measured,
             **{k: spec[k] for k in ROW_FIELDS if k in spec},
-            "commit": commit(), "date": utc_now(), "key": run_key(run), "run": run}
+            "commit": code or commit(), "date": utc_now(), "key": run_key(run), "run": run}
 
 
 # -- command line ------------------------------------------------------------------------------
@@ -362,6 +364,7 @@ def main(argv: list[str] | None = None) -> None:
         index, count = (int(part) for part in args.shard.split("/"))
         runs = runs[index::count]
     results = args.out_dir / f"{name}_runs.jsonl"
+    code = commit()  # the code this process loaded, wherever the branch moves meanwhile
     data: dict[tuple, Data] = {}
     for run in runs:
         label = " ".join(f"{k}={run[k]}" for k in ("dataset", "horizon", "setting", "model",
@@ -381,7 +384,7 @@ def main(argv: list[str] | None = None) -> None:
             tags = experiment["models"][run["model"]].get("tags", ())
             measured = fit_and_score(run, data[cell], args.out_dir / "_ltsf_work", args.progress,
                                      bool(set(tags) & set(experiment.get("patch_stats", ()))))
-        append_jsonl(record_of(run, measured, experiment), results)
+        append_jsonl(record_of(run, measured, experiment, code), results)
         print(f"[{name}]   {json.dumps({k: v for k, v in measured.items() if 'mse' in k})}",
               flush=True)
     if not args.dry_run:
