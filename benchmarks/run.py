@@ -367,8 +367,9 @@ def main(argv: list[str] | None = None) -> None:
     code = commit()  # the code this process loaded, wherever the branch moves meanwhile
     data: dict[tuple, Data] = {}
     for run in runs:
-        label = " ".join(f"{k}={run[k]}" for k in ("dataset", "horizon", "setting", "model",
-                                                   "seed") if k in run)
+        label = " ".join(f"{k}={run[k]}" for k in ("dataset", "horizon", "lookback",
+                                                   "setting", "levels", "model", "seed")
+                         if k in run)
         if args.dry_run:
             print(f"[{name}] {label}")
             continue

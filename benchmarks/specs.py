@@ -188,11 +188,13 @@ COVARIATE_MODELS = {
 }
 
 COMPRESSION_MODELS = {
-    f"{patcher} R={rate}": {**reinpatch([patcher], patcher=patcher, compression_rate=rate),
-                            "row": {"model": patcher}, "lookbacks": lookbacks,
-                            **({"reference": "uniform"} if patcher == "learned" else {})}
+    f"{patcher} R={rate}{suffix}": {
+        **reinpatch([patcher + tag], patcher=patcher, compression_rate=rate, **head),
+        "row": {"model": patcher + suffix}, "lookbacks": lookbacks,
+        **({"reference": "uniform" + suffix} if patcher == "learned" else {})}
     for rate, lookbacks in ((4, [96]), (8, [96]), (16, [96, 512]), (32, [96, 512]), (64, [512]))
     for patcher in ("uniform", "learned")
+    for suffix, tag, head in (("", "", {}), (FLATTEN_SUFFIX, "_flatten", FLATTEN))
 }
 
 #: Readout variants: name -> the head's options.
@@ -213,11 +215,13 @@ READOUT_MODELS = {
     for rate in (4, 8, 16, 24, 32)
 }
 
+#: The generated-series table's rows run on the flatten head (the backbone of its records).
 BOUNDARY_MODELS = {
-    "uniform": {**reinpatch(["uniform"], patcher="uniform", compression_rate=8),
+    "uniform": {**reinpatch(["uniform"], patcher="uniform", compression_rate=8, **FLATTEN),
                 "reference": "uniform"},
-    **{policy: {**reinpatch([policy], patcher="learned", policy=policy, compression_rate=8),
-                "reference": "uniform"} for policy in ("offset", "density", "topk")},
+    **{policy: {**reinpatch([policy], patcher="learned", policy=policy, compression_rate=8,
+                            **FLATTEN), "reference": "uniform"}
+       for policy in ("offset", "density", "topk")},
 }
 
 #: The synthetic tasks' variants: ``make_network`` options beside the task's own network.
