@@ -157,7 +157,21 @@ def _forecast_run(name, experiment, dataset, horizon, lookback, setting, model, 
         run["season"] = experiment["season"][dataset]
     if experiment["data"] == "generated":
         run["generated"] = experiment["generated"]
+    if "pretrained" in (run["kwargs"].get("patcher"), run["kwargs"].get("patcher_init")):
+        run["shipped_patcher"] = shipped_patcher()  # a new shipped patcher: new runs
     return run
+
+
+def shipped_patcher() -> str:
+    """The first ten hex digits of the SHA-256 of the package's shipped patcher files."""
+    import reinpatch_forecast
+
+    digest = hashlib.sha256()
+    folder = Path(reinpatch_forecast.__file__).parent / "pretrained"
+    for path in sorted(folder.glob("*")):
+        if path.is_file() and path.suffix not in (".md", ".py"):
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:10]
 
 
 def _synthetic_runs(name, experiment, task, seed, args) -> list[dict]:
@@ -382,9 +396,10 @@ def main(argv: list[str] | None = None) -> None:
             cell = (run["dataset"], run["lookback"], run["horizon"])
             if cell not in data:
                 data[cell] = load_data(experiment, run, args.data_dir)
-            tags = experiment["models"][run["model"]].get("tags", ())
+            tags = {t.removesuffix("_flatten")
+                    for t in experiment["models"][run["model"]].get("tags", ())}
             measured = fit_and_score(run, data[cell], args.out_dir / "_ltsf_work", args.progress,
-                                     bool(set(tags) & set(experiment.get("patch_stats", ()))))
+                                     bool(tags & set(experiment.get("patch_stats", ()))))
         append_jsonl(record_of(run, measured, experiment, code), results)
         print(f"[{name}]   {json.dumps({k: v for k, v in measured.items() if 'mse' in k})}",
               flush=True)

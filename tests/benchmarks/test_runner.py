@@ -244,3 +244,10 @@ def test_data_without_covariates_refuses_a_setting():
     assert data.covariates("target") == {}
     with pytest.raises(ValueError, match="unknown setting 'load'"):
         data.covariates("load")
+
+
+def test_runs_of_the_shipped_patcher_name_its_file():
+    (run,) = runner.plan("ltsf", _args(models=["foundation"], seeds=[0]))
+    assert run["shipped_patcher"] == runner.shipped_patcher() and len(run["shipped_patcher"]) == 10
+    (uniform,) = runner.plan("ltsf", _args(models=["uniform R=8"], seeds=[0]))
+    assert "shipped_patcher" not in uniform
