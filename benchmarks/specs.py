@@ -235,7 +235,8 @@ SYNTHETIC_VARIANTS = {
                           "patcher_options": {"density_knots": 4, "density_sigma": 1.0}},
     "topk": {"patcher": "learned", "policy": "topk"},
 }
-SYNTHETIC_MODELS = {name: {"family": "network", "kwargs": kwargs, "tags": [name],
+#: The synthetic table's networks read the tokens with the flatten head (its records' head).
+SYNTHETIC_MODELS = {name: {"family": "network", "kwargs": {**kwargs, **FLATTEN}, "tags": [name],
                            "reference": "uniform"} for name, kwargs in SYNTHETIC_VARIANTS.items()}
 
 # -- experiments -------------------------------------------------------------------------------
