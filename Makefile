@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 TORCH_PIN := torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test docs bench-segments clean
+.PHONY: setup demo test docs bench bench-report clean
 
 setup: $(STAMP)
 
@@ -27,8 +27,14 @@ test: setup
 docs: setup
 	$(MAKE) -C docs html SPHINXBUILD=$(abspath $(BIN))/sphinx-build
 
-bench-segments: setup
-	$(BIN)/python benchmarks/segments.py
+# The LTSF table's default rows on ETTh1, H = 96, seed 0 (runs already recorded are skipped);
+# `python benchmarks/run.py list` shows every experiment.
+bench: setup
+	$(BIN)/python benchmarks/run.py ltsf --threads 1
+
+# Every table rebuilt from its run records in benchmarks/results/*_runs.jsonl.
+bench-report: setup
+	$(BIN)/python benchmarks/run.py report
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis docs/_build demo-output

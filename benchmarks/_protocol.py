@@ -3,7 +3,7 @@ Repeat baseline, and forecasts of a fitted darts model for a batch of windows.
 
 The splits and the train-only scaler are the package's (``reinpatch_forecast.data``:
 ``prepare_ltsf``, ``sliding_windows``); what is scored on them, and how, is the benchmarks'
-business and lives here. The scripts import this module as ``_protocol`` (see ``_common``).
+business and lives here; ``run.py`` imports it as ``_protocol``.
 
 Shape legend
 ------------
@@ -17,7 +17,7 @@ C : channels
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,7 +27,8 @@ if TYPE_CHECKING:  # darts is heavy; only the darts forecaster needs it, at call
     from darts.models.forecasting.torch_forecasting_model import TorchForecastingModel
 
 __all__ = ["BASELINES", "PredictFn", "baseline_predict_fn", "darts_predict_fn",
-           "evaluate_windows", "repeat_forecast", "seasonal_naive_forecast"]
+           "decoded_patch_statistics", "evaluate_windows", "patch_statistics",
+           "repeat_forecast", "seasonal_naive_forecast"]
 
 #: A batch forecaster: input windows ``(b, L, C)`` -> forecasts ``(b, H, C)``.
 PredictFn = Callable[[np.ndarray], np.ndarray]
@@ -232,3 +233,57 @@ def darts_predict_fn(model: TorchForecastingModel, horizon: int | None = None) -
         return np.stack([forecast.values(copy=False) for forecast in forecasts])  # (b, H, C)
 
     return predict
+
+
+# -- decoded patches ---------------------------------------------------------------------------
+
+
+def patch_statistics(starts: Any, length: int) -> dict[str, float]:
+    """Statistics of decoded patchings ``starts`` ``(..., N)`` of windows of ``length`` steps.
+
+    Returns the mean first and last patch length, the share of one-step patches, the mean
+    within-window standard deviation of the patch lengths, the mean distance of a start
+    from the uniform grid's of as many patches (``reinpatch_forecast.nn.grid.uniform_starts``)
+    and the mean number
+    of patches used (fewer than ``N`` only under an at-most budget, whose unused slots hold
+    ``length``: they count in none of the other statistics).
+    """
+    import numpy as np
+
+    from reinpatch_forecast.nn.grid import uniform_starts
+
+    starts = np.asarray(starts, dtype=np.int64)
+    starts = starts.reshape(-1, starts.shape[-1])  # (S, N)
+    used = starts < length  # (S, N)
+    count = used.sum(axis=1)  # (S,)
+    lengths = np.diff(np.concatenate([starts, np.full((len(starts), 1), length)], axis=1))
+    last = lengths[np.arange(len(starts)), count - 1]  # (S,): the last used patch
+    mean = lengths.sum(axis=1, keepdims=True) / count[:, None]  # (S, 1)
+    spread = np.sqrt((((lengths - mean) ** 2) * used).sum(axis=1) / count)  # (S,)
+    # Distance from the uniform grid of as many patches as the window uses.
+    grids = np.full(starts.shape, length, dtype=np.int64)  # (S, N)
+    for n in np.unique(count):
+        grids[count == n, :n] = uniform_starts(length, int(n)).numpy()
+    return {
+        "first_length": float(lengths[:, 0].mean()),
+        "last_length": float(last.mean()),
+        "one_step_share": float((lengths[used] == 1).mean()),
+        "length_std": float(spread.mean()),
+        "grid_distance": float(np.abs(starts - grids)[used].mean()),
+        "tokens_used": float(count.mean()),
+    }
+
+
+def decoded_patch_statistics(model, array, lookback: int, windows: int = 256) -> dict[str, float]:
+    """:func:`patch_statistics` of a fitted ``ReinPatchModel`` on up to ``windows`` evenly
+    spaced lookback windows of ``array`` ``(T, C)``, read through ``model.patch_boundaries``."""
+    import numpy as np
+    from darts import TimeSeries
+
+    last = array.shape[0] - lookback
+    ends = np.unique(np.linspace(0, last, num=min(windows, last + 1)).round().astype(int))
+    series = [TimeSeries.from_values(np.ascontiguousarray(array[e:e + lookback],
+                                                          dtype=np.float32)) for e in ends]
+    found = model.patch_boundaries(series)
+    starts = np.stack([b.starts for b in found])  # (S, C, N)
+    return patch_statistics(starts, lookback)

@@ -163,15 +163,16 @@ def measure(spec: dict, repeats: int, warmup: int) -> dict:
     fresh process (its peak RSS is the configuration's)."""
     import torch
 
-    from reinpatch_forecast import ReinPatchModel
     from reinpatch_forecast._lightning import quiet_lightning, quiet_trainer_kwargs
+
+    from variants import make_model
 
     lookback, rate = spec["lookback"], spec["rate"]
     steps = warmup + repeats
     imported = vm_status()["VmRSS"]
     STEP_SECONDS.clear()
     with quiet_lightning():
-        model = ReinPatchModel(
+        model = make_model(
             input_chunk_length=lookback, output_chunk_length=HORIZON, compression_rate=rate,
             patcher=spec["patcher"], **SIZES, batch_size=BATCH, n_epochs=1, random_state=0,
             pl_trainer_kwargs=quiet_trainer_kwargs(callbacks=[step_timer()]),
@@ -298,24 +299,6 @@ def _fmt(value: float | None, spec: str = ".1f") -> str:
         else format(value, spec)
 
 
-#: The verdict's allowance over k = 1 (timing noise on a shared machine; a quadratic term that
-#: dominates gives k near 2), and the least time at the longest L of a part it judges (the
-#: uniform patcher returns a fixed grid in a fraction of a millisecond: its exponent is noise).
-SLACK, FLOOR_MS = 0.3, 1.0
-
-
-def verdict(entry: dict, limit: float = 1.0, slack: float = SLACK,
-            floor_ms: float = FLOOR_MS) -> str:
-    """``"linear or better"`` when the patcher's and the rest's exponents over the longest
-    lookbacks (``*_tail``) are at most ``limit + slack``, else ``"WORSE than linear"``; a part
-    that takes under ``floor_ms`` at the longest lookback (or has no exponent) is not judged."""
-    judged = [entry[f"{part}_tail"] for part in ("patcher_ms", "rest_ms")
-              if not math.isnan(entry.get(f"{part}_tail", math.nan))
-              and (entry.get(f"{part}_last") or 0.0) >= floor_ms]
-    return "linear or better" if all(k <= limit + slack for k in judged) \
-        else "WORSE than linear"
-
-
 def write(rows: list[dict], command: str, threads: int, machine: str, out_dir: Path,
           commit: str | None = None, date: str | None = None) -> list[dict]:
     """scaling.md and scaling.csv; returns the exponents (:func:`exponents`)."""
@@ -371,19 +354,18 @@ def write(rows: list[dict], command: str, threads: int, machine: str, out_dir: P
         "Least-squares slope of log time on log L over every lookback, and in brackets over "
         "the three longest (fixed costs, such as darts' per-call overhead in `predict`, "
         "flatten the slope over short windows, so the bracket is the asymptotic one). A pure "
-        "N² term has k = 2 at fixed R (N = L / R); linear work has k = 1. Verdict: the "
-        f"patcher's and the rest's bracketed exponents at most 1 + {SLACK} (timing noise), "
-        f"for those that take at least {FLOOR_MS:g} ms at the longest L.",
+        "N² term has k = 2 at fixed R (N = L / R); linear work has k = 1.",
         "",
         "| patcher | R | train step | predict | forward | patcher | attention (N² part) | "
-        "rest (readout, tokeniser, head) | patcher and readout |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "rest (readout, tokeniser, head) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for e in found:
         cells = " | ".join(f"{_fmt(e[m], '.2f')} ({_fmt(e[m + '_tail'], '.2f')})"
                            for m in TIMES)
-        lines.append(f"| {e['patcher']} | {e['rate']} | {cells} | {verdict(e)} |")
-    write_markdown(out_dir / "scaling.md", lines, echo=True)
+        lines.append(f"| {e['patcher']} | {e['rate']} | {cells} |")
+    write_markdown(out_dir / "scaling.md", lines)
+    print((out_dir / "scaling.md").read_text())
     return found
 
 

@@ -46,15 +46,14 @@ PREDICT_BATCH = 256
 
 def reinpatch_network(lookback: int, patcher: str = "learned", policy: str = DEFAULT_POLICY,
                       group: int = 4, d_model: int = 64):
-    from reinpatch_forecast.nn import ReinPatchConfig, ReinPatchNetwork
+    from variants import make_network
 
     torch.manual_seed(0)
-    config = ReinPatchConfig(
+    return make_network(
         input_length=lookback, output_length=HORIZON, n_channels=CHANNELS, compression_rate=RATE,
         patcher=patcher, policy=policy, group_size=group, d_model=d_model, n_heads=4,
         n_layers=2,
     )
-    return ReinPatchNetwork(config)
 
 
 def reinpatch(lookback: int, patcher: str = "learned", policy: str = DEFAULT_POLICY, group: int = 4,
@@ -329,7 +328,8 @@ def write(rows: list[dict], scaling: list[dict], parts: dict[str, float], out_di
     for name, seconds in parts.items():
         lines.append(f"| {name} | {1000 * seconds:.1f} | {seconds / whole:.2f} | "
                      f"{1000 * seconds / uniform['train_step_ms']:.2f} |")
-    write_markdown(out_dir / "speed.md", lines, echo=True)
+    write_markdown(out_dir / "speed.md", lines)
+    print((out_dir / "speed.md").read_text())
 
 
 if __name__ == "__main__":

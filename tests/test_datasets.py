@@ -32,7 +32,7 @@ from reinpatch_forecast.data import (
 )
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-HARNESS = Path(__file__).resolve().parents[1] / "benchmarks" / "ltsf.py"
+HARNESS = Path(__file__).resolve().parents[1] / "benchmarks" / "_data.py"
 L = 96
 
 # README table: rows, n_train / n_val / n_test (target rows), test windows for H = 96..720.
@@ -419,8 +419,9 @@ def test_event_prepare_targets_borders_and_scaling(
 
 @pytest.fixture(scope="module")
 def ltsf_harness():
-    """``benchmarks/ltsf.py`` imported as a module (as tests/benchmarks/test_ltsf_harness.py
-    does, under its own name)."""
+    """``benchmarks/_data.py`` (the benchmark runner's data loading) imported as a module."""
+    if str(HARNESS.parent) not in sys.path:  # it imports its sibling ``_protocol``
+        sys.path.insert(0, str(HARNESS.parent))
     spec = importlib.util.spec_from_file_location("ltsf_harness_datasets", HARNESS)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses resolve their module while being created

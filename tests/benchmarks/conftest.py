@@ -1,7 +1,9 @@
-"""Fixtures of the benchmark tests: the scripts in ``benchmarks/`` imported as modules."""
+"""Fixtures of the benchmark tests: the modules of ``benchmarks/`` imported by their bare
+names, as the runner imports them."""
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -10,14 +12,11 @@ from types import ModuleType
 import pytest
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+if str(BENCHMARKS) not in sys.path:
+    sys.path.insert(0, str(BENCHMARKS))
 
 
 @pytest.fixture(scope="module")
 def import_benchmark() -> Callable[[str], ModuleType]:
-    """``import_benchmark(name)``: the script ``benchmarks/<name>.py`` as a module (its
-    ``_common`` helpers importable the way the scripts import them)."""
-    if str(BENCHMARKS) not in sys.path:
-        sys.path.insert(0, str(BENCHMARKS))
-    import _common
-
-    return _common.import_benchmark
+    """``import_benchmark(name)``: ``benchmarks/<name>.py`` as a module."""
+    return importlib.import_module

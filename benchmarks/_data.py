@@ -1,0 +1,255 @@
+"""The data an experiment fits and scores on: LTSF files, event-rich files with covariates,
+ETTh1's oil temperature with its loads and calendar, and generated series.
+
+Every source gives a :class:`Data`: scaled arrays ``(T, C)`` per split (val and test include
+their lookback rows), the darts series a model fits on, the covariates of a setting, and the
+``PredictFn`` that forecasts the stride-1 windows ``_protocol.evaluate_windows`` hands it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from _protocol import PredictFn, darts_predict_fn
+
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+#: Calendar attributes of the future covariates and the divisor that maps each onto [0, 1].
+CALENDAR = (("hour", 23), ("day_of_week", 6), ("month", 11))  # darts' month is 0..11
+#: Datasets whose covariates include the calendar, and the zone of its clock.
+CALENDAR_ZONES = {"vic_elec": "Australia/Melbourne"}
+ETTH1_TARGET = "OT"
+ETTH1_LOADS = ("HUFL", "HULL", "MUFL", "MULL", "LUFL", "LULL")
+GENERATED = ("random_walk", "trend_bursts")
+
+
+@dataclass
+class Data:
+    """Scaled splits, and what darts needs to fit and forecast them.
+
+    Attributes
+    ----------
+    arrays
+        ``{"train" | "val" | "test": (T, C) float32}``.
+    std
+        The train-fitted scaler's standard deviation per target column ``(C,)`` (``None``:
+        generated data).
+    target
+        Time-indexed darts series per split; ``None`` for data without covariates (a model
+        then fits ``TimeSeries.from_values`` of the arrays).
+    settings
+        ``setting -> {"past_covariates" | "future_covariates": TimeSeries}``.
+    """
+
+    arrays: dict[str, np.ndarray]
+    std: np.ndarray | None = None
+    target: dict[str, Any] | None = None
+    settings: dict[str, dict[str, Any]] = field(default_factory=lambda: {"target": {}})
+
+    def covariates(self, setting: str) -> dict[str, Any]:
+        if setting not in self.settings:
+            raise ValueError(f"unknown setting {setting!r}: use one of {list(self.settings)}")
+        return self.settings[setting]
+
+    def series(self, split: str):
+        from darts import TimeSeries
+
+        if self.target is not None:
+            return self.target[split]
+        return TimeSeries.from_values(self.arrays[split])
+
+    def predict_fn(self, model, split: str, horizon: int, setting: str) -> PredictFn:
+        if self.target is None:
+            return darts_predict_fn(model, horizon)
+        return covariate_predict_fn(model, self.target[split], horizon, self.covariates(setting))
+
+
+def load_splits(dataset: str, lookback: int, horizon: int, data_dir: str | Path = DEFAULT_DATA):
+    """The scaled LTSF splits of a dataset (an event-rich one keeps only its target columns)."""
+    from reinpatch_forecast.data import EVENT_DATASETS, load_ltsf_frame, prepare_ltsf
+
+    frame = load_ltsf_frame(dataset, data_dir=str(data_dir))
+    event = EVENT_DATASETS.get(dataset)
+    targets = None if event is None else event.target_columns
+    return prepare_ltsf(frame, dataset, lookback, horizon, target_columns=targets)
+
+
+def ltsf_data(dataset: str, lookback: int, horizon: int, data_dir: str | Path) -> Data:
+    splits = load_splits(dataset, lookback, horizon, data_dir)
+    return Data({s: splits.split(s) for s in ("train", "val", "test")}, std=splits.std)
+
+
+# -- covariates --------------------------------------------------------------------------------
+
+
+def calendar_covariates(index, tz: str | None = None):
+    """Hour of day, day of week and month of ``index`` (a DatetimeIndex), each in [0, 1];
+    ``tz``: the zone whose wall clock a naive UTC index is read on."""
+    from darts.utils.timeseries_generation import datetime_attribute_timeseries
+
+    parts = [datetime_attribute_timeseries(index, attribute, dtype=np.float32, tz=tz) / divisor
+             for attribute, divisor in CALENDAR]
+    return parts[0].stack(parts[1]).stack(parts[2])
+
+
+def split_rows(splits) -> tuple[np.ndarray, Any]:
+    """Every row of the three scaled splits once ``(T, C)``, with their evenly spaced dates."""
+    import pandas as pd
+
+    lookback = splits.lookback
+    rows = np.concatenate([splits.train, splits.val[lookback:], splits.test[lookback:]])
+    dates = splits.dates["train"].append([splits.dates["val"][lookback:],
+                                          splits.dates["test"][lookback:]])
+    index = pd.DatetimeIndex(dates, freq="infer")
+    if index.freq is None:
+        raise ValueError("the splits' dates are not evenly spaced")
+    return rows, index
+
+
+def time_series(values: np.ndarray, dates, names: Sequence[str], freq):
+    import pandas as pd
+    from darts import TimeSeries
+
+    return TimeSeries.from_times_and_values(
+        pd.DatetimeIndex(dates, freq=freq), np.ascontiguousarray(values), columns=list(names))
+
+
+def _targets(splits, columns: list[int], names: Sequence[str], freq) -> dict[str, Any]:
+    return {s: time_series(splits.split(s)[:, columns], splits.dates[s], names, freq)
+            for s in ("train", "val", "test")}
+
+
+def etth1_covariate_data(lookback: int, horizon: int, data_dir: str | Path) -> Data:
+    """:func:`ett_covariate_data` of ETTh1's LTSF splits."""
+    return ett_covariate_data(load_splits("ETTh1", lookback, horizon, data_dir))
+
+
+def ett_covariate_data(splits) -> Data:
+    """OT alone from an ETT file's scaled splits; settings ``target``, ``load`` (the six
+    loads, past covariates) and ``load+calendar`` (plus the calendar, future covariates), all
+    on the LTSF train-only scaler."""
+    columns = list(splits.columns)
+    rows, index = split_rows(splits)
+    target = _targets(splits, [columns.index(ETTH1_TARGET)], [ETTH1_TARGET], index.freq)
+    load = time_series(rows[:, [columns.index(c) for c in ETTH1_LOADS]], index, ETTH1_LOADS,
+                       index.freq)
+    calendar = calendar_covariates(index)
+    return Data({s: t.values(copy=False) for s, t in target.items()},
+                std=splits.std[[columns.index(ETTH1_TARGET)]], target=target,
+                settings={"target": {}, "load": {"past_covariates": load},
+                          "load+calendar": {"past_covariates": load,
+                                            "future_covariates": calendar}})
+
+
+def event_data(dataset: str, lookback: int, horizon: int, data_dir: str | Path) -> Data:
+    """An event-rich dataset's targets and covariates (``EVENT_DATASETS`` roles), each scaled
+    on its training rows; settings ``target`` and ``covariates``."""
+    from reinpatch_forecast.data import EVENT_DATASETS, load_ltsf_frame, prepare_ltsf
+
+    roles = EVENT_DATASETS[dataset]
+    splits = load_splits(dataset, lookback, horizon, data_dir)
+    frame = load_ltsf_frame(dataset, data_dir=str(data_dir))
+    covariate_splits = prepare_ltsf(frame, dataset, lookback, horizon,
+                                    target_columns=roles.covariates)
+    rows, index = split_rows(covariate_splits)
+    names = list(covariate_splits.columns)
+
+    def columns_of(wanted: Sequence[str]):
+        if not wanted:
+            return None
+        return time_series(rows[:, [names.index(c) for c in wanted]], index, wanted, index.freq)
+
+    future = columns_of(roles.future_covariates)
+    if dataset in CALENDAR_ZONES:
+        future = future.stack(calendar_covariates(index, CALENDAR_ZONES[dataset]))
+    given = {"past_covariates": columns_of(roles.past_covariates), "future_covariates": future}
+    target = _targets(splits, list(range(len(splits.columns))), splits.columns, index.freq)
+    return Data({s: t.values(copy=False) for s, t in target.items()}, std=splits.std,
+                target=target, settings={"target": {}, "covariates": {
+                    k: v for k, v in given.items() if v is not None}})
+
+
+def covariate_predict_fn(model, series, horizon: int, covariates: dict[str, Any]) -> PredictFn:
+    """A ``PredictFn`` over the stride-1 windows of ``series`` in order (one
+    ``evaluate_windows`` call per function): each batch is one ``model.predict`` with the
+    covariate series, darts picking each window's span by its dates."""
+    from reinpatch_forecast._lightning import quiet_lightning
+
+    values = series.values(copy=False)
+    lookback = model.input_chunk_length
+    position = [0]
+
+    def predict(x: np.ndarray) -> np.ndarray:
+        start, count = position[0], len(x)
+        if not np.array_equal(x, np.stack([values[s:s + lookback]
+                                           for s in range(start, start + count)])):
+            raise RuntimeError(f"windows {start}..{start + count} are not the next ones of "
+                               "the series: score with one evaluate_windows call per function")
+        windows = [series[s:s + lookback] for s in range(start, start + count)]
+        given = {name: [value] * count for name, value in covariates.items()}
+        with quiet_lightning():
+            forecasts = model.predict(horizon, series=windows, batch_size=count,
+                                      verbose=False, **given)
+        position[0] += count
+        return np.stack([forecast.values(copy=False) for forecast in forecasts])  # (b, H, C)
+
+    return predict
+
+
+# -- generated series --------------------------------------------------------------------------
+
+
+def random_walk(n_series: int, length: int, rng: np.random.Generator) -> np.ndarray:
+    """``(T, C)``: a Gaussian random walk (unit steps) plus unit observation noise."""
+    walk = np.cumsum(rng.standard_normal((length, n_series)), axis=0)
+    return walk + rng.standard_normal((length, n_series))
+
+
+def trend_bursts(n_series: int, length: int, rng: np.random.Generator,
+                 burst_rate: float = 1 / 60) -> np.ndarray:
+    """``(T, C)``: slow trend + drift, local bursts (3-8 steps, amplitude ``±U(2, 4)``) that
+    leave a level shift of half their amplitude decaying over 10-40 steps, small noise."""
+    t = np.arange(length)[:, None]  # (T, 1)
+    period = rng.uniform(300, 600, n_series)
+    phase = rng.uniform(0, 2 * np.pi, n_series)
+    drift = rng.normal(0, 1 / length, n_series)
+    values = 2 * np.sin(2 * np.pi * t / period + phase) + drift * t  # (T, C)
+    for c in range(n_series):  # data generation, not a hot path
+        for start in np.flatnonzero(rng.random(length) < burst_rate):
+            duration = int(rng.integers(3, 9))
+            amplitude = rng.choice([-1, 1]) * rng.uniform(2, 4)
+            stop = min(start + duration, length)
+            values[start:stop, c] += amplitude * np.cos(np.pi * np.arange(stop - start) / 2)
+            tail = np.arange(length - stop)
+            values[stop:, c] += 0.5 * amplitude * np.exp(-tail / rng.uniform(10, 40))
+    return values + 0.2 * rng.standard_normal((length, n_series))
+
+
+def split_and_scale(values: np.ndarray, lookback: int) -> dict[str, np.ndarray]:
+    """70/10/20 in time, each series scaled with the mean and std of its training rows; val
+    and test include their ``lookback`` rows."""
+    length = values.shape[0]
+    train_end, val_end = int(0.7 * length), int(0.8 * length)
+    mean = values[:train_end].mean(axis=0)
+    std = values[:train_end].std(axis=0)
+    scaled = ((values - mean) / np.where(std > 0, std, 1.0)).astype(np.float32)
+    return {"train": scaled[:train_end], "val": scaled[train_end - lookback:val_end],
+            "test": scaled[val_end - lookback:]}
+
+
+def generated_data(task: str, lookback: int, series: int, length: int, data_seed: int) -> Data:
+    generator = {"random_walk": random_walk, "trend_bursts": trend_bursts}[task]
+    rng = np.random.default_rng([data_seed, GENERATED.index(task)])
+    return Data(split_and_scale(generator(series, length, rng), lookback))
+
+
+def original_scale_mae(mae_per_channel: Sequence[float], std: Sequence[float]) -> float:
+    """The MAE in the data's own unit, averaged over the target columns: column ``c``'s MAE
+    in its unit is ``std_c`` times its scaled MAE."""
+    mae, std = np.asarray(mae_per_channel, dtype=np.float64), np.asarray(std, dtype=np.float64)
+    if mae.shape != std.shape:
+        raise ValueError(f"{mae.shape[0]} channel MAEs for a scaler of {std.shape[0]} columns")
+    return float(np.mean(mae * std))

@@ -1,0 +1,411 @@
+"""The benchmark runner: plan the runs of an experiment spec (``specs.EXPERIMENTS``), fit and
+score the missing ones under the evaluation protocol (``_protocol``), append one JSONL record
+per run, and rebuild the experiment's CSV and markdown table from all its records.
+
+Examples
+--------
+python benchmarks/run.py list                                   # experiments and model names
+python benchmarks/run.py ltsf                                   # ETTh1, H=96, default rows
+python benchmarks/run.py ltsf --datasets ETTh1 --horizons 96 --models "uniform R=8" \\
+    --seeds 0 --threads 1                                       # one row, one seed
+python benchmarks/run.py ltsf --datasets all --horizons all --seeds 0 1 2 --budget full
+python benchmarks/run.py events --datasets EPF_FR_BE --settings target --seeds 0
+python benchmarks/run.py readout --models uniform learned --require R=8 copy+skip flatten
+python benchmarks/run.py report                                 # rebuild every table
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import hashlib
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _data import DEFAULT_DATA, Data, original_scale_mae  # noqa: E402
+from _protocol import (baseline_predict_fn, decoded_patch_statistics,  # noqa: E402
+                       evaluate_windows, patch_statistics)
+from specs import BUDGETS, EXPERIMENTS, TABLES  # noqa: E402
+from tables import RESULTS, append_jsonl, load_jsonl, write_report  # noqa: E402
+
+import variants  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+#: Fields of a model spec copied into every record of its row.
+ROW_FIELDS = ("pick", "reference")
+
+
+def commit() -> str:
+    """Short hash of ``HEAD``, naming uncommitted changes to the package or the benchmarks."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, text=True,
+                              capture_output=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "reinpatch_forecast",
+                                "benchmarks/*.py"], cwd=REPO, text=True, capture_output=True,
+                               check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + (" + uncommitted changes" if dirty else "")
+
+
+def utc_now() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def run_key(run: dict[str, Any]) -> str:
+    """A run's identity in its JSONL file: a hash of everything that defines it."""
+    return hashlib.sha1(json.dumps(run, sort_keys=True).encode()).hexdigest()[:16]
+
+
+# -- planning ----------------------------------------------------------------------------------
+
+
+def _per_dataset(value: Any, dataset: str) -> Any:
+    return value[dataset] if isinstance(value, dict) else value
+
+
+def _as_list(value: Any) -> list:
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def select_models(experiment: dict, wanted: list[str] | None, require: list[str] | None,
+                  dataset: str | None = None) -> list[str]:
+    """Model names of ``experiment`` named in ``wanted`` or tagged with one of its entries
+    (default: the spec's ``default_models``), keeping those tagged with every ``require``."""
+    models = experiment["models"]
+    wanted = wanted or _per_dataset(experiment["default_models"], dataset)
+    unknown = [w for w in wanted if w not in models
+               and not any(w in m.get("tags", ()) for m in models.values())]
+    if unknown:
+        raise SystemExit(f"unknown model or tag {unknown}: see `python benchmarks/run.py list`")
+    required = require if require is not None else experiment.get("require", [])
+    return [name for name, m in models.items()
+            if (name in wanted or set(wanted) & set(m.get("tags", ())))
+            and all(r == name or r in m.get("tags", ()) for r in required)]
+
+
+def plan(name: str, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Every run of the command line, seed-major (the first seed of every cell first)."""
+    experiment = EXPERIMENTS[name]
+    datasets = _choose(args.datasets, experiment.get("default_datasets", experiment["datasets"]),
+                       experiment["datasets"], "dataset")
+    seeds = args.seeds if args.seeds is not None else experiment["seeds"]
+    runs = []
+    for seed in seeds:
+        for dataset in datasets:
+            if experiment["kind"] == "synthetic":
+                runs += _synthetic_runs(name, experiment, dataset, seed, args)
+                continue
+            all_horizons = _per_dataset(experiment["horizons"], dataset)
+            horizons = _choose(args.horizons, experiment.get("default_horizons", all_horizons),
+                               all_horizons, "horizon")
+            lookbacks = args.lookback or _as_list(_per_dataset(experiment["lookback"], dataset))
+            settings = args.settings or experiment.get("settings", ["target"])
+            for horizon in horizons:
+                for lookback in lookbacks:
+                    for setting in settings:
+                        for model in select_models(experiment, args.models, args.require,
+                                                   dataset):
+                            run = _forecast_run(name, experiment, dataset, horizon, lookback,
+                                                setting, model, seed, args.budget)
+                            if run is not None:
+                                runs.append(run)
+    return list({run_key(r): r for r in runs}.values())
+
+
+def _choose(given: list | None, default: list, known: list, what: str) -> list:
+    if given is None:
+        return list(default)
+    if given == ["all"]:
+        return list(known)
+    given = [type(known[0])(g) for g in given]
+    unknown = [g for g in given if g not in known]
+    if unknown and what == "dataset":
+        raise SystemExit(f"unknown {what} {unknown}: use some of {known}")
+    return given
+
+
+def _forecast_run(name, experiment, dataset, horizon, lookback, setting, model, seed,
+                  budget) -> dict | None:
+    spec = experiment["models"][model]
+    if lookback not in spec.get("lookbacks", [lookback]):
+        return None
+    if setting not in spec.get("settings", [setting]):
+        return None
+    baseline = spec["family"] in ("repeat", "naive")
+    training = {**BUDGETS[budget or experiment["budget"]],
+                **experiment.get("budget_overrides", {})}
+    windows = experiment.get("max_train_windows")
+    if windows and (budget or experiment["budget"]) == "reduced":
+        training["max_train_windows"] = windows[dataset]
+    run = {"experiment": name, "dataset": dataset, "horizon": horizon, "lookback": lookback,
+           "setting": setting, "model": model, "family": spec["family"],
+           "kwargs": spec.get("kwargs", {}), "seed": 0 if baseline else seed,
+           "budget": budget or experiment["budget"], "training": {} if baseline else training}
+    for extra in ("lr", "drop_last"):
+        if extra in spec:
+            run[extra] = spec[extra]
+    if spec["family"] == "naive":
+        run["season"] = experiment["season"][dataset]
+    if experiment["data"] == "generated":
+        run["generated"] = experiment["generated"]
+    if "pretrained" in (run["kwargs"].get("patcher"), run["kwargs"].get("patcher_init")):
+        run["shipped_patcher"] = shipped_patcher()  # a new shipped patcher: new runs
+    return run
+
+
+def shipped_patcher() -> str:
+    """The first ten hex digits of the SHA-256 of the package's shipped patcher files."""
+    import reinpatch_forecast
+
+    digest = hashlib.sha256()
+    folder = Path(reinpatch_forecast.__file__).parent / "pretrained"
+    for path in sorted(folder.glob("*")):
+        if path.is_file() and path.suffix not in (".md", ".py"):
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:10]
+
+
+def _synthetic_runs(name, experiment, task, seed, args) -> list[dict]:
+    models = select_models(experiment, args.models, args.require, task)
+    return [{"experiment": name, "dataset": task, "levels": levels, "model": model,
+             "kwargs": experiment["models"][model]["kwargs"], "steps": experiment["steps"],
+             "group_size": experiment["group_size"], "seed": seed}
+            for levels in experiment["levels"][task] for model in models]
+
+
+# -- running -----------------------------------------------------------------------------------
+
+
+def load_data(experiment: dict, run: dict, data_dir: str) -> Data:
+    import _data
+
+    dataset, lookback, horizon = run["dataset"], run["lookback"], run["horizon"]
+    if experiment["data"] == "events":
+        return _data.event_data(dataset, lookback, horizon, data_dir)
+    if experiment["data"] == "covariates":
+        return _data.etth1_covariate_data(lookback, horizon, data_dir)
+    if experiment["data"] == "generated":
+        return _data.generated_data(dataset, lookback, **run["generated"])
+    return _data.ltsf_data(dataset, lookback, horizon, data_dir)
+
+
+def build_model(run: dict, work_dir: Path, progress: bool):
+    """The darts model of a trained run: ``variants.make_model`` for ReinPatch, darts' own
+    models (reversible instance norm on) for the peers, every one with early stopping on
+    validation loss and the best epoch restored."""
+    from pytorch_lightning.callbacks import EarlyStopping
+
+    from reinpatch_forecast._lightning import quiet_trainer_kwargs
+
+    training = run["training"]
+    stopper = EarlyStopping(monitor="val_loss", patience=training["patience"], mode="min")
+    common = dict(
+        input_chunk_length=run["lookback"], output_chunk_length=run["horizon"],
+        batch_size=training["batch_size"], n_epochs=training["epochs"],
+        random_state=run["seed"], pl_trainer_kwargs=quiet_trainer_kwargs(
+            progress, callbacks=[stopper]), save_checkpoints=True, force_reset=True,
+        # the process id keeps processes sharing a results file off each other's checkpoints
+        model_name=f"bench_{run_key(run)}_{os.getpid()}", work_dir=str(work_dir),
+        optimizer_kwargs={"lr": run.get("lr", training["lr"])})
+    kwargs = dict(run["kwargs"])
+    if isinstance(kwargs.get("compression_rate"), list):
+        kwargs["compression_rate"] = tuple(kwargs["compression_rate"])
+    if run["family"] == "reinpatch":
+        return variants.make_model(**kwargs, **common)
+    from darts import models
+
+    classes = {"dlinear": models.DLinearModel, "nlinear": models.NLinearModel,
+               "tsmixer": models.TSMixerModel, "tide": models.TiDEModel}
+    return classes[run["family"]](use_reversible_instance_norm=True, **kwargs, **common)
+
+
+def fit_and_score(run: dict, data: Data, work_dir: Path, progress: bool = False,
+                  patch_stats: bool = False) -> dict[str, Any]:
+    """Fit one run (none for an untrained baseline) and score it on every stride-1 validation
+    and test window; returns the measured fields."""
+    lookback, horizon, setting = run["lookback"], run["horizon"], run["setting"]
+    covariates = data.covariates(setting)
+    began = time.perf_counter()
+    model, epochs = None, 0
+    if run["family"] not in ("repeat", "naive"):
+        work_dir.mkdir(parents=True, exist_ok=True)
+        model = build_model(run, work_dir, progress)
+        model.fit(data.series("train"), val_series=data.series("val"), load_best=True,
+                  max_samples_per_ts=run["training"]["max_train_windows"], verbose=progress,
+                  **covariates, **{f"val_{k}": v for k, v in covariates.items()})
+        epochs = int(model.trainer.current_epoch)
+    train_seconds = time.perf_counter() - began
+    scores = {}
+    for split in ("val", "test"):
+        predict = (baseline_predict_fn(run["family"], horizon, {"K": run.get("season")})
+                   if model is None else data.predict_fn(model, split, horizon, setting))
+        scores[split] = evaluate_windows(predict, data.arrays[split], lookback, horizon,
+                                         drop_last_batch_size=run.get("drop_last"))
+    measured = {"val_mse": scores["val"]["mse"], "val_mae": scores["val"]["mae"],
+                "test_mse": scores["test"]["mse"], "test_mae": scores["test"]["mae"],
+                "test_windows": scores["test"]["n_windows"], "epochs": epochs,
+                "train_seconds": round(train_seconds, 1),
+                "score_seconds": round(time.perf_counter() - began - train_seconds, 1)}
+    if data.std is not None:
+        measured["test_mae_original"] = original_scale_mae(scores["test"]["mae_per_channel"],
+                                                           data.std)
+    if patch_stats and model is not None:
+        measured.update(decoded_patch_statistics(model, data.arrays["test"], lookback))
+    return measured
+
+
+def run_synthetic(run: dict) -> dict[str, Any]:
+    """Train one variant on a synthetic task with the tests' GRPG loop and evaluate it on
+    2000 fresh windows (seed 1234)."""
+    import torch
+
+    tests = str(REPO / "tests" / "nn")
+    if tests not in sys.path:
+        sys.path.insert(0, tests)
+    import grpg_support
+
+    task = __import__("test_grpg_learns" if run["dataset"] == "spike"
+                      else "test_hierarchy_learns")
+
+    def batch(n, generator):
+        if run["dataset"] == "spike":
+            return task.spike_batch(n, generator)
+        return (*task.two_scale_batch(n, generator), None)
+
+    common = dict(input_length=task.LOOKBACK, output_length=task.HORIZON,
+                  group_size=run["group_size"], d_model=32, n_heads=4, n_layers=1, dropout=0.0,
+                  revin=False, **run["kwargs"])
+    if run["dataset"] == "spike":
+        config = dict(compression_rate=task.LOOKBACK / task.N_PATCHES, use_resampled=False,
+                      local_activation=False, **common)
+    else:
+        rate = task.TWO_LEVEL_RATE if run["levels"] == 2 else task.ONE_LEVEL_RATE
+        config = dict(compression_rate=rate, levels=run["levels"], resample_points=4, **common)
+    torch.manual_seed(run["seed"])
+    network = variants.make_network(**config)
+    began = time.perf_counter()
+    grpg_support.train_by_grpg(network, lambda g: batch(task.BATCH, g)[:2], run["steps"],
+                               run["seed"])
+    seconds = time.perf_counter() - began
+    network.eval()
+    x, y, position = batch(2000, torch.Generator().manual_seed(1234))
+    with torch.no_grad():
+        mse = ((network(x)[..., 0] - y) ** 2).mean().item()
+        starts = network.boundaries(x)[:, 0]  # (B, N)
+    measured = {"mse": mse, "target_variance": y.var().item(),
+                "train_seconds": round(seconds, 1),
+                **patch_statistics(starts.numpy(), task.LOOKBACK)}
+    if position is not None:
+        distance = (starts - position[:, None]).abs().min(dim=-1).values
+        measured["near_spike"] = (distance <= 1).float().mean().item()
+    return measured
+
+
+def record_of(run: dict, measured: dict, experiment: dict,
+              code: str | None = None) -> dict[str, Any]:
+    """The JSONL record of a finished run: its row's identity, seed, measures, and the stamp
+    of the code that made it (``code``: the commit when the process started)."""
+    spec = experiment["models"][run["model"]]
+    row: dict[str, Any] = {"experiment": run["experiment"], "dataset": run["dataset"],
+                           "model": run["model"]}
+    if "horizon" in run:
+        row.update(protocol=run["budget"], horizon=run["horizon"], lookback=run["lookback"],
+                   setting=run["setting"])
+        rate = run["kwargs"].get("compression_rate")
+        if isinstance(rate, (int, float)):
+            row.update(R=rate, N=math.ceil(run["lookback"] / rate))
+    else:  # a synthetic task
+        row.update(task=run["dataset"], levels=run["levels"], variant=run["model"])
+    row.update(spec.get("row", {}))
+    for old, new in experiment.get("rename", {}).items():
+        row[new] = row[old]
+    return {**row, "seed": run["seed"], **measured,
+            **{k: spec[k] for k in ROW_FIELDS if k in spec},
+            "commit": code or commit(), "date": utc_now(), "key": run_key(run), "run": run}
+
+
+# -- command line ------------------------------------------------------------------------------
+
+
+def report(name: str, out_dir: Path) -> None:
+    rows = write_report(name, TABLES[name], load_jsonl(out_dir / f"{name}_runs.jsonl"), out_dir)
+    print(f"[{name}] {len(rows)} rows: {out_dir / (name + '.csv')}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("experiment", choices=[*EXPERIMENTS, "report", "list"])
+    parser.add_argument("--datasets", nargs="+", help="names, or `all` (default: the spec's)")
+    parser.add_argument("--horizons", nargs="+", help="horizons, or `all`")
+    parser.add_argument("--lookback", nargs="+", type=int, help="lookbacks (default: spec's)")
+    parser.add_argument("--settings", nargs="+", help="covariate settings (default: spec's)")
+    parser.add_argument("--models", nargs="+", help="model names or tags (`list` shows them)")
+    parser.add_argument("--require", nargs="+", help="keep models with every one of these tags")
+    parser.add_argument("--seeds", nargs="+", type=int)
+    parser.add_argument("--budget", choices=sorted(BUDGETS), help="default: the spec's")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    parser.add_argument("--shard", default=None, help="i/n: every n-th planned run from the i-th")
+    parser.add_argument("--data-dir", default=str(DEFAULT_DATA))
+    parser.add_argument("--out-dir", type=Path, default=RESULTS)
+    parser.add_argument("--dry-run", action="store_true", help="print the plan, run nothing")
+    parser.add_argument("--progress", action="store_true")
+    args = parser.parse_args(argv)
+    if args.experiment == "list":
+        for name, experiment in EXPERIMENTS.items():
+            print(f"{name}: {', '.join(experiment['models'])}")
+        return
+    if args.experiment == "report":
+        for name in TABLES:
+            report(name, args.out_dir)
+        return
+    import torch
+
+    if args.threads < 1:
+        raise SystemExit(f"--threads must be >= 1, got {args.threads}")
+    torch.set_num_threads(args.threads)
+    name, experiment = args.experiment, EXPERIMENTS[args.experiment]
+    runs = plan(name, args)
+    if args.shard:
+        index, count = (int(part) for part in args.shard.split("/"))
+        runs = runs[index::count]
+    results = args.out_dir / f"{name}_runs.jsonl"
+    code = commit()  # the code this process loaded, wherever the branch moves meanwhile
+    data: dict[tuple, Data] = {}
+    for run in runs:
+        label = " ".join(f"{k}={run[k]}" for k in ("dataset", "horizon", "lookback",
+                                                   "setting", "levels", "model", "seed")
+                         if k in run)
+        if args.dry_run:
+            print(f"[{name}] {label}")
+            continue
+        if run_key(run) in {r.get("key") for r in load_jsonl(results)}:
+            continue  # done, perhaps by another process
+        print(f"[{name}] {label} ...", flush=True)
+        if experiment["kind"] == "synthetic":
+            measured = run_synthetic(run)
+        else:
+            cell = (run["dataset"], run["lookback"], run["horizon"])
+            if cell not in data:
+                data[cell] = load_data(experiment, run, args.data_dir)
+            tags = {t.removesuffix("_flatten")
+                    for t in experiment["models"][run["model"]].get("tags", ())}
+            measured = fit_and_score(run, data[cell], args.out_dir / "_ltsf_work", args.progress,
+                                     bool(tags & set(experiment.get("patch_stats", ()))))
+        append_jsonl(record_of(run, measured, experiment, code), results)
+        print(f"[{name}]   {json.dumps({k: v for k, v in measured.items() if 'mse' in k})}",
+              flush=True)
+    if not args.dry_run:
+        report(name, args.out_dir)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,295 @@
+"""Experiment specs, as data: what each experiment runs and how its records become a table.
+
+An experiment is a dict: ``kind`` (which runner in ``run.py``), ``datasets``, ``horizons``,
+``lookback``, ``models`` (row name -> model spec), ``seeds``, ``budget`` (the training settings)
+and the name of its :class:`tables.Table`. A model spec names its ``family`` (``reinpatch``: a
+``variants.make_model``; ``dlinear``, ``nlinear``, ``tsmixer``, ``tide``: darts' models;
+``repeat``, ``naive``: untrained baselines) and its keyword arguments; ``pick`` and
+``reference`` are copied into every record of the row (see ``tables``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tables import Table
+
+# -- tables: the columns of the committed CSV reports -------------------------------------------
+
+_LTSF_PATCHES = ("grid_distance", "one_step_share", "first_length", "last_length")
+TABLES: dict[str, Table] = {
+    "ltsf": Table(
+        keys=("protocol", "dataset", "horizon", "model"),
+        columns=("protocol", "dataset", "horizon", "model", "test_mse", "test_mse_std",
+                 "n_seeds", "seeds", "test_mae", "val_mse", "epochs", "train_seconds",
+                 *_LTSF_PATCHES, "commit", "date"),
+        mean=("test_mse", "test_mae", "val_mse", "epochs", "train_seconds", *_LTSF_PATCHES),
+        title="LTSF benchmark (normalised MSE / MAE, all test windows)"),
+    "events": Table(
+        keys=("protocol", "dataset", "horizon", "setting", "model"),
+        columns=("protocol", "dataset", "horizon", "setting", "model", "test_mse",
+                 "test_mse_std", "n_seeds", "seeds", "test_mae", "test_mae_original",
+                 "val_mse", "epochs", "train_seconds", "grid_distance", "commit", "date"),
+        mean=("test_mse", "test_mae", "test_mae_original", "val_mse", "epochs",
+              "train_seconds", "grid_distance"),
+        title="Event-rich data: EPF prices and vic_elec demand, with and without covariates"),
+    "covariates": Table(
+        keys=("horizon", "setting", "model"),
+        columns=("horizon", "model", "setting", "test_mse", "test_mse_std", "test_mae",
+                 "val_mse", "lr", "n_seeds", "seeds", "epochs", "train_seconds", "commit",
+                 "date"),
+        mean=("test_mse", "test_mae", "val_mse", "epochs", "train_seconds"),
+        title="Covariates on ETTh1 (target OT)"),
+    "compression": Table(
+        keys=("dataset", "horizon", "lookback", "R", "N", "model"),
+        columns=("dataset", "horizon", "lookback", "R", "N", "model", "test_mse",
+                 "test_mse_std", "n", "seeds", "ratio", "grid_distance", "one_step_share",
+                 "train_seconds", "commit", "date"),
+        mean=("test_mse", "grid_distance", "one_step_share", "train_seconds"), n="n",
+        ratio="ratio", title="Compression: test MSE against the token budget"),
+    "readout": Table(
+        keys=("dataset", "horizon", "lookback", "R", "readout", "patcher"),
+        columns=("dataset", "horizon", "lookback", "R", "readout", "patcher", "test_mse",
+                 "test_mse_std", "n_seeds", "seeds", "test_mae", "gap_to_uniform_pct",
+                 "train_seconds", "grid_distance", "tokens_used", "uniform_std", "commit",
+                 "date"),
+        mean=("test_mse", "test_mae", "train_seconds", "grid_distance", "tokens_used"),
+        ratio="gap_to_uniform_pct", gap_percent=True, reference_std="uniform_std",
+        title="Readouts: how the head reads the patch tokens"),
+    "boundaries": Table(
+        keys=("task", "horizon", "model"),
+        columns=("task", "horizon", "model", "test_mse", "test_mse_std", "n", "seeds", "ratio",
+                 "first_length", "last_length", "one_step_share", "grid_distance", "commit",
+                 "date"),
+        mean=("test_mse", "first_length", "last_length", "one_step_share", "grid_distance"),
+        n="n", ratio="ratio", ratio_on_reference=True,
+        title="Boundaries on generated series"),
+    "synthetic": Table(
+        keys=("task", "levels", "variant"),
+        columns=("task", "levels", "variant", "mse", "mse_std", "n", "seeds", "ratio",
+                 "near_spike", "grid_distance", "one_step_share", "train_seconds", "commit",
+                 "date"),
+        mean=("mse", "near_spike", "grid_distance", "one_step_share", "train_seconds"),
+        std=("mse",), n="n", ratio="ratio", ratio_on_reference=True, metric="mse",
+        title="Synthetic tasks: policies against uniform patches"),
+}
+
+# -- training budgets --------------------------------------------------------------------------
+
+#: ``reduced``: the tables' default budget (2048 most recent training windows, 4 epochs);
+#: ``full``: the standard LTSF protocol (every training window, up to 10 epochs).
+BUDGETS: dict[str, dict[str, Any]] = {
+    "reduced": {"epochs": 4, "patience": 2, "batch_size": 32, "lr": 1e-3,
+                "max_train_windows": 2048},
+    "full": {"epochs": 10, "patience": 3, "batch_size": 32, "lr": 1e-3,
+             "max_train_windows": None},
+}
+
+# -- models ------------------------------------------------------------------------------------
+
+BACKBONE = {"d_model": 64, "n_heads": 4, "n_layers": 2, "dropout": 0.1}
+#: The flatten head over token slots (the backbone of the first tables), an ablation.
+FLATTEN = {"readout": "flatten", "readout_skip": False}
+FLATTEN_SUFFIX = " [flatten head]"
+TUNING_RATES = (4, 8, 16, 24)
+PEER_LRS = (1e-3, 1e-4)
+PEERS = ("dlinear", "nlinear", "tsmixer")
+TIDE = {"hidden_size": 64}
+
+
+def reinpatch(tags: list[str], **kwargs: Any) -> dict[str, Any]:
+    """A ReinPatch model spec: ``variants.make_model`` of the backbone sizes and ``kwargs``."""
+    return {"family": "reinpatch", "kwargs": {**BACKBONE, **kwargs}, "tags": tags}
+
+
+def tuned(group: str, row: str) -> dict[str, Any]:
+    """The ``pick`` of a candidate of a row tuned over :data:`TUNING_RATES`."""
+    return {"group": group, "row": row, "of": len(TUNING_RATES), "keep": True}
+
+
+def peer(family: str, lr: float, row: str | None = None, kwargs: dict | None = None,
+         keep_lr: bool = False) -> dict[str, Any]:
+    """A darts peer at one learning rate, picked on validation among :data:`PEER_LRS`."""
+    name = row or family
+    pick = {"group": name, "of": len(PEER_LRS), "keep": False}
+    if keep_lr:  # the learning rate goes to a column of its own
+        pick.update(row=name, partial_row=name, set={"lr": lr})
+    else:
+        pick.update(row=f"{name} (lr={lr:g})", partial_row=f"{name} (lr={lr:g}, untuned)")
+    return {"family": family, "lr": lr, "kwargs": dict(kwargs or {}), "tags": [family],
+            "pick": pick}
+
+
+def ltsf_models(suffix: str = "", head: dict | None = None) -> dict[str, dict]:
+    """The LTSF table's rows on one backbone (``head``: readout options; ``suffix``: the name
+    suffix of that backbone's rows)."""
+    head = dict(head or {})
+    rows: dict[str, dict] = {}
+    for rate in TUNING_RATES:
+        rows[f"uniform R={rate}{suffix}"] = {
+            **reinpatch(["uniform"], patcher="uniform", compression_rate=rate, **head),
+            "pick": tuned(f"uniform tuned{suffix}", f"uniform tuned (R={rate}){suffix}")}
+        name = "learned" if rate == 8 else f"learned R={rate}"
+        rows[name + suffix] = {
+            **reinpatch(["learned_tuned"] + (["learned"] if rate == 8 else []),
+                        patcher="learned", compression_rate=rate, **head),
+            "pick": tuned(f"learned tuned{suffix}", f"learned tuned (R={rate}){suffix}")}
+    for patcher in ("random", "volatility"):
+        rows[patcher + suffix] = reinpatch([patcher], patcher=patcher, compression_rate=8, **head)
+    rows.update({
+        "foundation (zero-shot)" + suffix: reinpatch(["foundation"], patcher="pretrained",
+                                                     compression_rate=8, **head),
+        "learned (init from foundation)" + suffix: reinpatch(
+            ["learned_init"], patcher="learned", patcher_init="pretrained", compression_rate=8,
+            **head),
+        "learned L2 (R=8,2)" + suffix: reinpatch(["learned_l2"], patcher="learned", levels=2,
+                                                 compression_rate=[8, 2], **head),
+        "uniform L2 (R=8,2)" + suffix: reinpatch(["uniform_l2"], patcher="uniform", levels=2,
+                                                 compression_rate=[8, 2], **head),
+        "learned [offset]" + suffix: reinpatch(["offset"], patcher="learned", policy="offset",
+                                               compression_rate=8, **head),
+        "learned [topk] (v1 ablation)" + suffix: reinpatch(
+            ["topk"], patcher="learned", policy="topk", compression_rate=8, **head),
+    })
+    return rows
+
+
+BASELINE_ROWS = {
+    "repeat": {"family": "repeat", "tags": ["repeat"]},
+    # the LTSF-Linear test loader dropped the last incomplete batch of 32 windows
+    "repeat (test truncated: drop_last=32)": {"family": "repeat", "drop_last": 32,
+                                              "tags": ["repeat"]},
+}
+LTSF_MODELS = {**BASELINE_ROWS, **ltsf_models(), **ltsf_models(FLATTEN_SUFFIX, FLATTEN),
+               **{f"{p} lr={lr:g}": peer(p, lr) for p in PEERS for lr in PEER_LRS}}
+# the flatten-head rows answer to their own tags only
+for _name, _model in LTSF_MODELS.items():
+    if _name.endswith(FLATTEN_SUFFIX):
+        _model["tags"] = [t + "_flatten" for t in _model["tags"]]
+
+EVENT_MODELS = {
+    "naive": {"family": "naive", "tags": ["naive"]},
+    "repeat": BASELINE_ROWS["repeat"],
+    **{k: v for k, v in ltsf_models().items() if k.startswith(("uniform R=", "learned"))
+       and "L2" not in k and "[" not in k and "foundation" not in k},
+    **{f"{p} lr={lr:g}": peer(p, lr) for p in PEERS + ("tide",) for lr in PEER_LRS},
+}
+for _lr in PEER_LRS:
+    EVENT_MODELS[f"tide lr={_lr:g}"]["kwargs"] = dict(TIDE)
+
+COVARIATE_MODELS = {
+    "ReinPatch learned (R=8)": reinpatch(["learned"], patcher="learned", compression_rate=8,
+                                         **FLATTEN),
+    "ReinPatch uniform (R=8)": reinpatch(["uniform"], patcher="uniform", compression_rate=8,
+                                         **FLATTEN),
+    "Repeat (last value)": {"family": "repeat", "tags": ["repeat"], "settings": ["target"]},
+    **{f"TiDE lr={lr:g}": peer("tide", lr, "TiDE", TIDE, keep_lr=True) for lr in PEER_LRS},
+    **{f"TSMixer lr={lr:g}": peer("tsmixer", lr, "TSMixer", keep_lr=True) for lr in PEER_LRS},
+}
+
+COMPRESSION_MODELS = {
+    f"{patcher} R={rate}{suffix}": {
+        **reinpatch([patcher + tag], patcher=patcher, compression_rate=rate, **head),
+        "row": {"model": patcher + suffix}, "lookbacks": lookbacks,
+        **({"reference": "uniform" + suffix} if patcher == "learned" else {})}
+    for rate, lookbacks in ((4, [96]), (8, [96]), (16, [96, 512]), (32, [96, 512]), (64, [512]))
+    for patcher in ("uniform", "learned")
+    for suffix, tag, head in (("", "", {}), (FLATTEN_SUFFIX, "_flatten", FLATTEN))
+}
+
+#: Readout variants: name -> the head's options.
+READOUTS = {"flatten": FLATTEN, "profile": {"readout": "profile", "readout_skip": False},
+            "profile+skip": {"readout": "profile", "readout_skip": True},
+            "copy+skip": {"readout": "copy", "readout_skip": True},
+            "copy": {"readout": "copy", "readout_skip": False},
+            "interpolate": {"readout": "interpolate", "readout_skip": False},
+            "query": {"readout": "query", "readout_skip": False}}
+READOUT_PATCHERS = {"uniform": {"patcher": "uniform"}, "volatility": {"patcher": "volatility"},
+                    "random": {"patcher": "random"}, "learned": {"patcher": "learned"},
+                    "foundation": {"patcher": "pretrained"}}
+READOUT_MODELS = {
+    f"{patcher} {variant} R={rate}": {
+        **reinpatch([patcher, variant, f"R={rate}"], compression_rate=rate, **options, **head),
+        "row": {"readout": variant, "patcher": patcher}, "reference": "uniform"}
+    for patcher, options in READOUT_PATCHERS.items() for variant, head in READOUTS.items()
+    for rate in (4, 8, 16, 24, 32)
+}
+
+#: The generated-series table's rows run on the flatten head (the backbone of its records).
+BOUNDARY_MODELS = {
+    "uniform": {**reinpatch(["uniform"], patcher="uniform", compression_rate=8, **FLATTEN),
+                "reference": "uniform"},
+    **{policy: {**reinpatch([policy], patcher="learned", policy=policy, compression_rate=8,
+                            **FLATTEN), "reference": "uniform"}
+       for policy in ("offset", "density", "topk")},
+}
+
+#: The synthetic tasks' variants: ``make_network`` options beside the task's own network.
+SYNTHETIC_VARIANTS = {
+    "uniform": {"patcher": "uniform", "policy": "offset"},
+    "random": {"patcher": "random", "policy": "offset"},
+    "offset": {"patcher": "learned", "policy": "offset"},
+    "density": {"patcher": "learned", "policy": "density"},
+    # the spike test's setting (tests/nn/test_grpg_learns.py)
+    "density [sigma 1]": {"patcher": "learned", "policy": "density",
+                          "patcher_options": {"density_knots": 4, "density_sigma": 1.0}},
+    "topk": {"patcher": "learned", "policy": "topk"},
+}
+#: The synthetic table's networks read the tokens with the flatten head (its records' head).
+SYNTHETIC_MODELS = {name: {"family": "network", "kwargs": {**kwargs, **FLATTEN}, "tags": [name],
+                           "reference": "uniform"} for name, kwargs in SYNTHETIC_VARIANTS.items()}
+
+# -- experiments -------------------------------------------------------------------------------
+
+LTSF_DATASETS = ["ETTh1", "ETTh2", "ETTm1", "ETTm2", "weather"]
+EXPERIMENTS: dict[str, dict[str, Any]] = {
+    "ltsf": {
+        "kind": "forecast", "data": "ltsf", "datasets": LTSF_DATASETS,
+        "default_datasets": ["ETTh1"], "horizons": [96, 192, 336, 720],
+        "default_horizons": [96], "lookback": 96, "seeds": [0], "budget": "reduced",
+        "models": LTSF_MODELS,
+        "default_models": ["repeat", "learned", "uniform", "random", "volatility", *PEERS],
+        "patch_stats": ["learned", "learned_tuned", "learned_init", "learned_l2", "foundation",
+                        "offset", "topk"]},
+    "events": {
+        "kind": "forecast", "data": "events", "datasets": ["EPF_FR_BE", "vic_elec"],
+        "horizons": {"EPF_FR_BE": [24], "vic_elec": [48, 336]},
+        "lookback": {"EPF_FR_BE": 168, "vic_elec": 336}, "season": {"EPF_FR_BE": 24,
+                                                                    "vic_elec": 48},
+        "settings": ["target", "covariates"], "seeds": [0, 1, 2], "budget": "reduced",
+        "max_train_windows": {"EPF_FR_BE": 2048, "vic_elec": 8192}, "models": EVENT_MODELS,
+        "default_models": ["learned", "learned_tuned", "uniform", "naive", "repeat", *PEERS,
+                           "tide"],
+        "patch_stats": ["learned", "learned_tuned"]},
+    "covariates": {
+        "kind": "forecast", "data": "covariates", "datasets": ["ETTh1"], "horizons": [96, 336],
+        "lookback": 96, "settings": ["target", "load", "load+calendar"], "seeds": [0],
+        "budget": "reduced", "models": COVARIATE_MODELS,
+        "default_models": ["learned", "uniform", "tide", "tsmixer", "repeat"]},
+    "compression": {
+        "kind": "forecast", "data": "ltsf", "datasets": ["ETTh1", "ETTm1", "EPF_FR_BE"],
+        "default_datasets": ["ETTh1", "ETTm1"], "horizons": [96, 336], "lookback": [96, 512],
+        "seeds": [0], "budget": "reduced",
+        "models": COMPRESSION_MODELS, "default_models": ["uniform", "learned"],
+        "patch_stats": ["learned"]},
+    "readout": {
+        "kind": "forecast", "data": "ltsf",
+        "datasets": ["ETTh1", "ETTm1", "EPF_FR_BE", "vic_elec"], "default_datasets": ["ETTh1"],
+        "horizons": [96], "lookback": 96, "seeds": [0], "budget": "reduced",
+        "models": READOUT_MODELS,
+        "default_models": ["uniform", "volatility"], "require": ["R=8"],
+        "patch_stats": ["learned", "foundation", "random", "volatility"]},
+    "boundaries": {
+        "kind": "forecast", "data": "generated", "datasets": ["random_walk", "trend_bursts"],
+        "horizons": [24, 48, 96], "lookback": 96, "seeds": [0, 1, 2], "budget": "reduced",
+        "budget_overrides": {"epochs": 6, "max_train_windows": 1024},
+        "generated": {"series": 4, "length": 4000, "data_seed": 0}, "rename": {"dataset": "task"},
+        "models": BOUNDARY_MODELS, "default_models": list(BOUNDARY_MODELS),
+        "patch_stats": list(BOUNDARY_MODELS)},
+    "synthetic": {
+        "kind": "synthetic", "datasets": ["spike", "two_scale"],
+        "levels": {"spike": [1], "two_scale": [1, 2]},
+        "steps": 300, "group_size": 8, "seeds": [0, 1, 2], "models": SYNTHETIC_MODELS,
+        "default_models": {"spike": list(SYNTHETIC_VARIANTS),
+                           "two_scale": ["uniform", "offset", "density", "topk"]}},
+}

@@ -1,0 +1,218 @@
+"""The one table writer: run records (JSONL, one line per run) -> report rows -> CSV and markdown.
+
+A run record is a flat dict: the row's identity (the :class:`Table`'s ``keys``), ``seed``, the
+measured fields, ``commit`` and ``date``, and optionally
+
+- ``pick``: the record is a candidate of a row picked on validation MSE (a tuned patch size, a
+  peer's learning rate): ``{"group": str, "row": str, "of": int, "keep": bool,
+  "partial_row": str (optional), "set": dict (optional)}``. Among the candidates of one group in
+  one cell (the keys but the last), the one with the lowest mean validation MSE over the seeds
+  every candidate has becomes a row named ``row`` (``partial_row`` when fewer than ``of``
+  candidates ran; no row without one); ``set`` adds columns to it; ``keep=False`` hides the
+  candidates' own rows.
+- ``reference``: the model (last key) of the row its ratio divides by, in the same cell.
+
+Rows aggregate the records of one identity over seeds (a seed run twice: the later record).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+@dataclass(frozen=True)
+class Table:
+    """How the records of one experiment become report rows.
+
+    Attributes
+    ----------
+    keys
+        Columns that identify a row; the last one names the model.
+    columns
+        The CSV's columns, in order.
+    mean
+        Fields averaged over seeds (mean over the records that have them).
+    std
+        Fields whose sample standard deviation over seeds goes to ``<field>_std``.
+    n
+        Column of the number of seeds (the seeds themselves go to ``seeds``).
+    ratio
+        Column of ``metric / reference row's metric`` (``None``: no ratio).
+    ratio_on_reference
+        Whether the reference row gets its own ratio (1.0).
+    gap_percent
+        Write the ratio as a percentage gap, ``100 * (ratio - 1)``.
+    reference_std
+        Column of the reference row's ``<metric>_std`` (``None``: none).
+    metric
+        The field ratios and picks compare (picks always choose on ``val_mse``).
+    passthrough
+        Records are rows already (measurements without seeds): written as they are.
+    title
+        The markdown report's heading.
+    """
+
+    keys: tuple[str, ...]
+    columns: tuple[str, ...]
+    mean: tuple[str, ...] = ()
+    std: tuple[str, ...] = ("test_mse",)
+    n: str = "n_seeds"
+    ratio: str | None = None
+    ratio_on_reference: bool = False
+    gap_percent: bool = False
+    reference_std: str | None = None
+    metric: str = "test_mse"
+    passthrough: bool = False
+    title: str = ""
+
+
+def load_jsonl(path: Path) -> list[dict]:
+    """The records of a JSONL file, in file order (no file: none)."""
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def append_jsonl(record: dict, path: Path) -> None:
+    """Append one record as one line (processes sharing the file append whole lines)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        handle.write(json.dumps(record) + "\n")
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return statistics.fmean(values) if values else None
+
+
+def _std(values: Sequence[float]) -> float | None:
+    if not values:
+        return None
+    return statistics.stdev(values) if len(values) > 1 else 0.0
+
+
+def aggregate(runs: Sequence[dict], table: Table) -> dict[str, Any]:
+    """One row from the records of one identity, one record per seed."""
+    row: dict[str, Any] = {key: runs[0][key] for key in table.keys}
+    seeds = sorted(r["seed"] for r in runs)
+    row[table.n] = len(runs)
+    row["seeds"] = " ".join(map(str, seeds))
+    for name in dict.fromkeys(table.mean + table.std):
+        values = [float(r[name]) for r in runs if r.get(name) is not None]
+        row[name] = _mean(values)
+        if name in table.std:
+            row[f"{name}_std"] = _std(values)
+    row["commit"] = "/".join(sorted({r["commit"] for r in runs}))
+    row["date"] = max(r.get("date", "") for r in runs)
+    return row
+
+
+def by_identity(records: Iterable[dict], table: Table) -> dict[tuple, list[dict]]:
+    """Records grouped by row identity, one per seed (the later date, then the later line)."""
+    groups: dict[tuple, dict[int, dict]] = {}
+    for record in sorted(records, key=lambda r: r.get("date", "")):
+        groups.setdefault(tuple(record[k] for k in table.keys), {})[record["seed"]] = record
+    return {key: [by_seed[s] for s in sorted(by_seed)] for key, by_seed in groups.items()}
+
+
+def pick_on_validation(candidates: Sequence[Sequence[dict]]) -> int:
+    """Index of the candidate (its records, one per seed) with the lowest mean validation MSE
+    over the seeds every candidate has (each on all of its own where they share none)."""
+    if not candidates:
+        raise ValueError("no candidate to pick from")
+    common = set.intersection(*({r["seed"] for r in group} for group in candidates))
+    shared = [[r for r in group if r["seed"] in common] or group for group in candidates]
+    scores = [statistics.fmean(r["val_mse"] for r in group) for group in shared]
+    return min(range(len(scores)), key=scores.__getitem__)
+
+
+def report_rows(records: Iterable[dict], table: Table) -> list[dict]:
+    """The report's rows: seeds aggregated, picked rows added, ratios to reference rows."""
+    records = list(records)
+    if table.passthrough:
+        return [{c: r.get(c) for c in table.columns} for r in records]
+    groups = by_identity(records, table)
+    rows = {key: aggregate(runs, table) for key, runs in groups.items()}
+    hidden: set[tuple] = set()
+    contests: dict[tuple, list[tuple]] = {}
+    for key, runs in groups.items():
+        pick = runs[-1].get("pick")
+        if pick:
+            contests.setdefault((key[:-1], pick["group"]), []).append(key)
+            if not pick.get("keep", True):
+                hidden.add(key)
+    picked = []
+    for (cell, _), keys in sorted(contests.items(), key=str):
+        keys = sorted(keys, key=str)
+        best = keys[pick_on_validation([groups[k] for k in keys])]
+        pick = groups[best][-1]["pick"]
+        name = pick["row"] if len(keys) >= pick["of"] else pick.get("partial_row")
+        if name is not None:
+            picked.append({**rows[best], **pick.get("set", {}), table.keys[-1]: name})
+    out = [row for key, row in rows.items() if key not in hidden] + picked
+    if table.ratio or table.reference_std:
+        _add_ratios(out, groups, table)
+    return sorted(out, key=lambda row: tuple(_sortable(row[k]) for k in table.keys))
+
+
+def _add_ratios(rows: list[dict], groups: dict[tuple, list[dict]], table: Table) -> None:
+    found = {tuple(row[k] for k in table.keys): row for row in rows}
+    for key, runs in groups.items():
+        reference = runs[-1].get("reference")
+        row, base = found.get(key), found.get(key[:-1] + (reference,))
+        if reference is None or row is None or base is None:
+            continue
+        if table.reference_std:
+            row[table.reference_std] = base[f"{table.metric}_std"]
+        if table.ratio and (table.ratio_on_reference or reference != key[-1]):
+            ratio = row[table.metric] / base[table.metric]
+            row[table.ratio] = 100 * (ratio - 1) if table.gap_percent else ratio
+
+
+def _sortable(value: Any) -> tuple:
+    return (0, value, "") if isinstance(value, (int, float)) else (1, 0, str(value))
+
+
+def write_csv(path: Path, rows: Sequence[dict], columns: Sequence[str]) -> None:
+    """Rows as CSV with exactly ``columns`` (a missing or ``None`` value: empty)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(columns), extrasaction="ignore")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({c: "" if row.get(c) is None else row[c] for c in columns})
+
+
+def _cell(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, float):
+        return f"{value:.4g}" if abs(value) >= 1000 else f"{value:.4f}"
+    return str(value).replace("|", "\\|")
+
+
+def markdown_table(rows: Sequence[dict], columns: Sequence[str]) -> str:
+    """A GitHub markdown table of ``columns`` (floats with four decimals)."""
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(_cell(row.get(c)) for c in columns) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def write_report(name: str, table: Table, records: Iterable[dict],
+                 out_dir: Path = RESULTS) -> list[dict]:
+    """``<name>.csv`` and ``<name>.md`` from the records; returns the rows."""
+    rows = report_rows(records, table)
+    write_csv(out_dir / f"{name}.csv", rows, table.columns)
+    shown = [c for c in table.columns if c not in ("commit", "date")]
+    text = (f"# {table.title or name}\n\nRows of `{name}.csv`, built from `{name}_runs.jsonl` "
+            "by `python benchmarks/run.py report` (each row's commit and date are in the "
+            "CSV).\n\n" + markdown_table(rows, shown) + "\n")
+    (out_dir / f"{name}.md").write_text(text)
+    return rows

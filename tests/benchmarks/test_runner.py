@@ -1,0 +1,253 @@
+"""The benchmark runner's protocol: the plan of a command line, the run records, the table
+writer (seed aggregation, rows picked on validation, ratios to a reference row), the committed
+reports rebuilt from their records, the experiment specs, and one tiny fit end to end."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import run as runner
+import specs
+import tables
+from _data import Data, generated_data
+from tables import Table
+
+RESULTS = Path(runner.__file__).resolve().parent / "results"
+TABLE = Table(keys=("cell", "model"), columns=("cell", "model", "test_mse", "test_mse_std",
+                                               "n_seeds", "seeds", "ratio", "commit", "date"),
+              mean=("test_mse", "val_mse"), ratio="ratio")
+
+
+def _args(**given) -> argparse.Namespace:
+    values = dict(datasets=None, horizons=None, lookback=None, settings=None, models=None,
+                  require=None, seeds=None, budget=None)
+    return argparse.Namespace(**{**values, **given})
+
+
+def _record(model: str, seed: int, test: float, val: float, cell: str = "a",
+            date: str = "2026-01-01 00:00 UTC", **extra) -> dict:
+    return {"cell": cell, "model": model, "seed": seed, "test_mse": test, "val_mse": val,
+            "commit": f"c{seed}", "date": date, **extra}
+
+
+# -- plan --------------------------------------------------------------------------------------
+
+
+def test_one_row_one_seed_plans_one_run_of_that_row():
+    runs = runner.plan("ltsf", _args(datasets=["ETTh1"], horizons=["96"],
+                                     models=["uniform R=8"], seeds=[0]))
+    assert len(runs) == 1
+    run = runs[0]
+    assert (run["dataset"], run["horizon"], run["lookback"], run["model"]) == \
+        ("ETTh1", 96, 96, "uniform R=8")
+    assert run["kwargs"] == {**specs.BACKBONE, "patcher": "uniform", "compression_rate": 8}
+    assert run["training"] == specs.BUDGETS["reduced"] and run["seed"] == 0
+
+
+def test_a_tag_plans_every_row_it_names_and_require_narrows_it():
+    runs = runner.plan("ltsf", _args(models=["uniform"], seeds=[0]))
+    assert [r["model"] for r in runs] == [f"uniform R={r}" for r in specs.TUNING_RATES]
+    readout = runner.plan("readout", _args(models=["uniform"], require=["R=8", "copy+skip"]))
+    assert [r["model"] for r in readout] == ["uniform copy+skip R=8"]
+    with pytest.raises(SystemExit, match="unknown model or tag"):
+        runner.plan("ltsf", _args(models=["no such model"]))
+
+
+def test_seeds_make_new_runs_but_untrained_baselines_run_once():
+    runs = runner.plan("ltsf", _args(models=["repeat", "learned"], seeds=[0, 1, 2]))
+    keys = {runner.run_key(r) for r in runs}
+    assert len(keys) == len(runs) == 2 + 3  # repeat twice (all windows, drop_last), learned x3
+    assert sorted(r["seed"] for r in runs if r["family"] == "repeat") == [0, 0]
+
+
+def test_budgets_and_per_dataset_windows_reach_the_runs():
+    full = runner.plan("ltsf", _args(models=["learned"], budget="full", seeds=[0]))[0]
+    assert full["training"]["max_train_windows"] is None and full["training"]["epochs"] == 10
+    events = runner.plan("events", _args(models=["uniform"], seeds=[0]))
+    windows = {r["dataset"]: r["training"]["max_train_windows"] for r in events}
+    assert windows == {"EPF_FR_BE": 2048, "vic_elec": 8192}
+    assert {(r["dataset"], r["lookback"], r["horizon"]) for r in events} == {
+        ("EPF_FR_BE", 168, 24), ("vic_elec", 336, 48), ("vic_elec", 336, 336)}
+    boundaries = runner.plan("boundaries", _args(models=["uniform"], seeds=[0]))[0]
+    assert boundaries["training"]["epochs"] == 6 and boundaries["generated"]["series"] == 4
+
+
+def test_compression_rows_run_only_at_their_lookbacks():
+    runs = runner.plan("compression", _args(datasets=["ETTh1"], horizons=["96"], seeds=[0]))
+    cells = sorted((r["lookback"], r["kwargs"]["compression_rate"], r["model"]) for r in runs)
+    assert [(lb, rate) for lb, rate, name in cells if name.startswith("uniform")] == [
+        (96, 4), (96, 8), (96, 16), (96, 32), (512, 16), (512, 32), (512, 64)]
+
+
+def test_record_names_its_row_and_copies_pick_and_reference():
+    run = runner.plan("compression", _args(datasets=["ETTh1"], horizons=["96"], seeds=[1],
+                                           models=["learned R=32"], lookback=[512]))[0]
+    record = runner.record_of(run, {"test_mse": 0.5, "val_mse": 0.7},
+                              specs.EXPERIMENTS["compression"])
+    assert {k: record[k] for k in ("dataset", "horizon", "lookback", "R", "N", "model",
+                                   "seed", "reference")} == {
+        "dataset": "ETTh1", "horizon": 96, "lookback": 512, "R": 32, "N": 16,
+        "model": "learned", "seed": 1, "reference": "uniform"}
+    assert record["key"] == runner.run_key(run) and record["run"] == run
+    peer = runner.plan("ltsf", _args(models=["dlinear lr=0.0001"], seeds=[0]))[0]
+    record = runner.record_of(peer, {}, specs.EXPERIMENTS["ltsf"])
+    assert record["pick"]["row"] == "dlinear (lr=0.0001)" and record["protocol"] == "reduced"
+
+
+# -- table writer ------------------------------------------------------------------------------
+
+
+def test_seeds_aggregate_to_mean_and_sample_std_and_a_rerun_seed_keeps_the_later_record():
+    records = [_record("m", 0, 1.0, 1.0), _record("m", 1, 3.0, 1.0),
+               _record("m", 1, 5.0, 1.0, date="2026-01-02 00:00 UTC"),
+               _record("m", 1, 9.0, 1.0, date="2025-12-31 00:00 UTC")]
+    (row,) = tables.report_rows(records, TABLE)
+    assert row["test_mse"] == 3.0 and row["test_mse_std"] == pytest.approx(math.sqrt(8))
+    assert (row["n_seeds"], row["seeds"]) == (2, "0 1")
+    assert row["commit"] == "c0/c1" and row["date"] == "2026-01-02 00:00 UTC"
+    (single,) = tables.report_rows([_record("m", 0, 1.0, 1.0)], TABLE)
+    assert single["test_mse_std"] == 0.0
+
+
+def test_a_tuned_row_is_picked_on_validation_not_test_and_needs_every_candidate():
+    pick = {"group": "u tuned", "of": 2, "keep": True}
+    records = [_record("u R=4", 0, 0.1, 0.9, pick={**pick, "row": "u tuned (R=4)"}),
+               _record("u R=8", 0, 0.9, 0.1, pick={**pick, "row": "u tuned (R=8)"})]
+    rows = {r["model"]: r for r in tables.report_rows(records, TABLE)}
+    assert set(rows) == {"u R=4", "u R=8", "u tuned (R=8)"}
+    assert rows["u tuned (R=8)"]["test_mse"] == 0.9
+    assert [r["model"] for r in tables.report_rows(records[:1], TABLE)] == ["u R=4"]
+
+
+def test_peers_show_only_the_picked_rate_and_say_when_it_was_not_tuned():
+    def peer(lr, seed, val):
+        return _record(f"p lr={lr}", seed, 0.5, val, pick={
+            "group": "p", "row": f"p ({lr})", "partial_row": f"p ({lr}, untuned)", "of": 2,
+            "keep": False, "set": {"lr": lr}})
+
+    rows = tables.report_rows([peer(1, 0, 0.3), peer(2, 0, 0.2)], TABLE)
+    assert [(r["model"], r["lr"]) for r in rows] == [("p (2)", 2)]
+    assert [r["model"] for r in tables.report_rows([peer(1, 0, 0.3)], TABLE)] == ["p (1, untuned)"]
+
+
+def test_picks_compare_candidates_on_the_seeds_every_candidate_has():
+    three = [[{"seed": s, "val_mse": v} for s, v in zip((0, 1, 2), (0.5, 0.1, 0.1))]]
+    one = [[{"seed": 0, "val_mse": 0.4}]]
+    assert tables.pick_on_validation(three + one) == 1  # seed 0 only: 0.4 < 0.5
+    assert tables.pick_on_validation([[{"seed": 1, "val_mse": 0.3}]] + one) == 0  # no common
+    with pytest.raises(ValueError, match="no candidate"):
+        tables.pick_on_validation([])
+
+
+def test_ratios_divide_by_the_reference_row_of_the_same_cell():
+    records = [_record("uniform", 0, 0.5, 0.5, reference="uniform"),
+               _record("learned", 0, 0.4, 0.5, reference="uniform"),
+               _record("learned", 0, 0.4, 0.5, cell="b", reference="uniform")]
+    rows = {(r["cell"], r["model"]): r for r in tables.report_rows(records, TABLE)}
+    assert rows[("a", "learned")]["ratio"] == pytest.approx(0.8)
+    assert "ratio" not in rows[("a", "uniform")] and "ratio" not in rows[("b", "learned")]
+    gap = Table(keys=TABLE.keys, columns=TABLE.columns, ratio="gap", gap_percent=True,
+                ratio_on_reference=True, reference_std="ref_std")
+    rows = {r["model"]: r for r in tables.report_rows(records[:2], gap)}
+    assert rows["learned"]["gap"] == pytest.approx(-20.0) and rows["uniform"]["gap"] == 0.0
+    assert rows["learned"]["ref_std"] == 0.0
+
+
+def test_csv_has_exactly_the_table_columns(tmp_path):
+    rows = tables.write_report("t", TABLE, [_record("m", 0, 1.0, 1.0, extra=3)], tmp_path)
+    with (tmp_path / "t.csv").open() as handle:
+        found = list(csv.DictReader(handle))
+    assert list(found[0]) == list(TABLE.columns) and found[0]["ratio"] == ""
+    assert rows[0]["test_mse"] == 1.0
+    assert "| cell | model |" in (tmp_path / "t.md").read_text()
+
+
+@pytest.mark.parametrize("name", sorted(specs.TABLES))
+def test_committed_reports_rebuild_from_their_records(name, tmp_path):
+    """Every committed CSV is what the table writer makes of the committed JSONL records:
+    the same columns, rows and values."""
+    tables.write_report(name, specs.TABLES[name],
+                        tables.load_jsonl(RESULTS / f"{name}_runs.jsonl"), tmp_path)
+    with (RESULTS / f"{name}.csv").open() as a, (tmp_path / f"{name}.csv").open() as b:
+        committed, rebuilt = list(csv.reader(a)), list(csv.reader(b))
+    assert committed[0] == rebuilt[0] == list(specs.TABLES[name].columns)
+    assert committed == rebuilt
+
+
+# -- specs -------------------------------------------------------------------------------------
+
+
+def test_every_experiment_names_a_table_known_models_and_budgets():
+    families = {"reinpatch", "network", "dlinear", "nlinear", "tsmixer", "tide", "repeat",
+                "naive"}
+    for name, experiment in specs.EXPERIMENTS.items():
+        assert name in specs.TABLES
+        assert experiment.get("budget", "reduced") in specs.BUDGETS
+        for model in experiment["models"].values():
+            assert model["family"] in families
+            pick = model.get("pick")
+            if pick:
+                assert {"group", "row", "of", "keep"} <= set(pick)
+        defaults = experiment["default_models"]
+        for dataset in experiment["datasets"]:
+            runner.select_models(experiment, None, None, dataset)
+        assert defaults
+
+
+def test_every_reinpatch_row_builds_through_variants(tmp_path):
+    """Each model spec's keyword arguments are accepted by ``variants.make_model`` (the
+    constructor checks them; nothing is trained)."""
+    seen = set()
+    for experiment in specs.EXPERIMENTS.values():
+        for model in experiment["models"].values():
+            kwargs = model.get("kwargs", {})
+            if model["family"] != "reinpatch" or repr(sorted(kwargs.items())) in seen:
+                continue
+            seen.add(repr(sorted(kwargs.items())))
+            run = {"lookback": 96, "horizon": 24, "seed": 0, "kwargs": kwargs,
+                   "family": "reinpatch", "training": specs.BUDGETS["reduced"]}
+            runner.build_model(run, tmp_path, progress=False)
+    assert len(seen) > 50
+
+
+# -- end to end --------------------------------------------------------------------------------
+
+
+def test_one_tiny_fit_and_score_on_generated_series(tmp_path):
+    data = generated_data("random_walk", 24, series=2, length=400, data_seed=0)
+    run = {"lookback": 24, "horizon": 6, "setting": "target", "seed": 0, "family": "reinpatch",
+           "kwargs": {"patcher": "uniform", "compression_rate": 4, "d_model": 8, "n_heads": 2,
+                      "n_layers": 1},
+           "training": {"epochs": 1, "patience": 1, "batch_size": 16, "lr": 1e-3,
+                        "max_train_windows": 32}}
+    measured = runner.fit_and_score(run, data, tmp_path, patch_stats=True)
+    assert measured["test_windows"] == 400 - int(0.8 * 400) - 6 + 1
+    assert measured["epochs"] == 1 and measured["grid_distance"] == 0.0
+    again = runner.fit_and_score(run, data, tmp_path)
+    assert again["test_mse"] == measured["test_mse"]  # same seed, same score
+    baseline = runner.fit_and_score({**run, "family": "repeat"}, data, tmp_path)
+    x = data.arrays["test"]
+    windows = np.lib.stride_tricks.sliding_window_view(x, 30, axis=0)  # (W, C, 30)
+    errors = windows[:, :, 24:] - windows[:, :, 23:24]
+    assert baseline["test_mse"] == pytest.approx(float(np.mean(errors.astype(float) ** 2)))
+    assert baseline["epochs"] == 0
+
+
+def test_data_without_covariates_refuses_a_setting():
+    data = Data({"train": np.zeros((4, 1))})
+    assert data.covariates("target") == {}
+    with pytest.raises(ValueError, match="unknown setting 'load'"):
+        data.covariates("load")
+
+
+def test_runs_of_the_shipped_patcher_name_its_file():
+    (run,) = runner.plan("ltsf", _args(models=["foundation"], seeds=[0]))
+    assert run["shipped_patcher"] == runner.shipped_patcher() and len(run["shipped_patcher"]) == 10
+    (uniform,) = runner.plan("ltsf", _args(models=["uniform R=8"], seeds=[0]))
+    assert "shipped_patcher" not in uniform
