@@ -476,8 +476,7 @@ class ReinPatchForecaster(BaseForecaster):
                 "longer fh."
             )
 
-    # sktime 1.2 has no extension point before this check, which rejects non-numeric y and missing
-    # values without naming the column or the fix; ours run first, for every public method.
+    # sktime 1.2 has no hook before this check, whose errors name no column or fix: ours run first
     def _check_X_y(self, X=None, y=None, **kwargs):
         _check_pandas_input(y, "y")
         _check_pandas_input(X, "X")
