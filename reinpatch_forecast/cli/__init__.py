@@ -17,8 +17,8 @@ segment
     Plot where a saved model's patcher cuts the last window of a CSV file.
 pretrain-patcher
     Pretrain a foundation patcher (``reinpatch_forecast.foundation.pretrain_patcher``) on the
-    default corpus (``reinpatch_forecast.foundation.corpus``) and save it; the command that reproduces the
-    patcher shipped in ``reinpatch_forecast/pretrained/``.
+    default corpus (``reinpatch_forecast.foundation.corpus``) and save it; the command that
+    reproduces the patcher shipped in ``reinpatch_forecast/pretrained/``.
 
 Every subcommand has ``--help``. Errors a user can fix print one line on stderr: exit code 2
 for bad arguments, 1 for a failure at run time (a missing or unreadable file, a missing column,

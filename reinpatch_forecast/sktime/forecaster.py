@@ -11,11 +11,11 @@ series: ReinPatch is channel independent, so this is the same model as training 
 multivariate series, and a model pretrained on one panel transfers to series with any number
 of columns.
 
-Built by sktime's extension template: only sktime's private extension points are overridden
+Built by sktime's extension template: the forecaster implements sktime's extension points
 (``_fit``, ``_predict``, ``_update``, ``_predict_quantiles``, ``_pretrain``, ``_pretrain_update``,
-``_get_fitted_params``), plus ``_check_X_y`` (see there). Over 500 lines for a reason: sktime
-wants one estimator class, with its whole parameter documentation, its tags and its test
-parameters in place; the pandas <-> darts conversion lives in :mod:`._frames`.
+``_get_fitted_params``, ``__post_init__``, ``__dynamic_tags__``, ``get_test_params``) and keeps
+the data it forecasts from in ``_cur_y``/``_cur_X``, as sktime's own forecasters do. The one other
+override is ``_check_X_y`` (see there). The pandas <-> darts conversion lives in :mod:`._frames`.
 """
 
 from __future__ import annotations
@@ -205,10 +205,6 @@ class ReinPatchForecaster(BaseForecaster):
     3
     """
 
-    # Own copy of the data (``_cur_y``/``_cur_X``), not sktime's ``_y``/``_X``: with remember_data
-    # on, sktime 1.2 warns (FutureWarning) at every construction, and a user may switch it off.
-    _config = {"remember_data": False}
-
     _tags = {
         # packaging info
         # --------------
@@ -306,9 +302,6 @@ class ReinPatchForecaster(BaseForecaster):
         self.pl_trainer_kwargs = pl_trainer_kwargs
 
         super().__init__()
-        # sktime 1.2 sets these placeholders only with remember_data on at construction, but its
-        # check test__y_remember_data switches it on later and expects them (None) to exist.
-        self._y, self._X = None, None
 
     def __dynamic_tags__(self) -> None:
         """Probabilistic forecasts (``capability:pred_int``) only with a likelihood."""
@@ -483,9 +476,7 @@ class ReinPatchForecaster(BaseForecaster):
                 "longer fh."
             )
 
-    # sktime rejects a non-numeric y and missing values in here, before any extension point
-    # sees them, with messages that name neither the columns nor the fix: the one place to check
-    # them first (for fit, update, predict, pretrain, fit_predict, ...).
+    # sktime 1.2 has no hook before this check, whose errors name no column or fix: ours run first
     def _check_X_y(self, X=None, y=None, **kwargs):
         _check_pandas_input(y, "y")
         _check_pandas_input(X, "X")
@@ -745,14 +736,13 @@ class ReinPatchForecaster(BaseForecaster):
         Returns
         -------
         params : list of dict
-            Three tiny configurations (one epoch, ``d_model=8``, lookback 6) that train in well
-            under a second and fit sktime's shortest test series (10 steps, horizon up to 3): a
-            point forecaster with the uniform patcher, a probabilistic one (quantile
-            likelihood) with the learned patcher (default ``"density"`` policy) and GRPG groups
-            of 2, and a point forecaster with the ``"density"`` policy, another ``kl_coef`` and
-            ``X`` as past covariates (the others take it as future covariates).
-            (The ``"topk"`` ablation is left out: each learned set adds 1.5-2 minutes to
-            sktime's checks.)
+            Two tiny configurations (one epoch, ``d_model=8``, lookback 6) that fit sktime's
+            shortest test series (10 steps, horizon up to 3); a batch holds every training
+            window of those series, so an epoch is one optimiser step. Between them they cover
+            both patcher kinds, both kinds of forecast and both ways ``X`` reaches the network:
+            a probabilistic forecaster (quantile likelihood) with the uniform patcher and ``X``
+            as future covariates, and a point forecaster with the learned patcher (its default
+            policy, GRPG groups of 2, another ``kl_coef``) and ``X`` as past covariates.
         """
         tiny = {
             "input_chunk_length": 6,
@@ -760,19 +750,26 @@ class ReinPatchForecaster(BaseForecaster):
             "n_heads": 1,
             "n_layers": 1,
             "n_epochs": 1,
-            "batch_size": 8,
+            "batch_size": 64,
             "resample_points": 4,
         }
-        learned = {**tiny, "patcher": "learned", "compression_rate": 3, "group_size": 2}
         return [
-            {**tiny, "patcher": "uniform", "compression_rate": 2},
             {
-                **learned,
+                **tiny,
+                "patcher": "uniform",
+                "compression_rate": 2,
                 "likelihood": "quantile",
                 "quantiles": (0.1, 0.5, 0.9),
                 "num_samples": 50,
             },
-            {**learned, "policy": "density", "kl_coef": 0.2, "covariates": "past"},
+            {
+                **tiny,
+                "patcher": "learned",
+                "compression_rate": 3,
+                "group_size": 2,
+                "kl_coef": 0.2,
+                "covariates": "past",
+            },
         ]
 
 

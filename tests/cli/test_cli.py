@@ -259,6 +259,7 @@ def test_pretrain_patcher_writes_a_loadable_patcher(tmp_path, capsys):
 def test_pretrain_patcher_with_a_policy(tmp_path, monkeypatch, capsys):
     """--policy and --kl-coef reach pretrain_patcher (called with a stub: no training)."""
     from reinpatch_forecast import foundation
+    from reinpatch_forecast.patcher_io import load_patcher
     from reinpatch_forecast.nn import LearnedPatcher
 
     seen = {}
@@ -276,7 +277,7 @@ def test_pretrain_patcher_with_a_policy(tmp_path, monkeypatch, capsys):
     assert code == 0, capsys.readouterr().err
     assert (seen["policy"], seen["kl_coef"], seen["group_size"]) == ("density", 0.3, 4)
     assert "uniform_prior" not in seen and "entropy_coef" not in seen
-    assert foundation.load_patcher(out).policy_name == "density"
+    assert load_patcher(out).policy_name == "density"
 
 
 def test_pretrain_patcher_with_a_missing_data_dir(tmp_path, capsys):

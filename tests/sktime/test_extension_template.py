@@ -1,7 +1,7 @@
 """ReinPatchForecaster is built by sktime's extension template.
 
-Only sktime's private extension points are overridden (no public method of ``BaseForecaster``),
-sktime's data attributes (``_y``, ``_X``) stay its placeholders, the per-instance tag is set in
+Only sktime's extension points are overridden (no public method of ``BaseForecaster``), sktime's
+data attributes (``_y``, ``_X``) are sktime's alone, the per-instance tag is set in
 ``__dynamic_tags__``, and each check of the sktime face has one message.
 """
 
@@ -38,26 +38,35 @@ def test_no_public_sktime_method_is_overridden(name):
     assert name not in ReinPatchForecaster.__dict__
 
 
-def test_sktime_data_attributes_stay_placeholders():
-    """``_y``/``_X`` are sktime's None placeholders (remember_data is off): the forecaster keeps
-    its own data."""
-    forecaster = tiny()
-    assert forecaster._y is None and forecaster._X is None
-    y = sktime_series(sine_values(60))
-    forecaster.fit(y.iloc[:50], fh=[1, 2, 3])
-    forecaster.update(y.iloc[50:], update_params=False)
-    assert forecaster._y is None and forecaster._X is None
-    assert len(forecaster.predict()) == 3
+#: sktime's extension points a forecaster implements (the template's "implement" list), the
+#: configuration hooks of its base classes, and ``_check_X_y``: sktime 1.2 has no extension point
+#: before its input checks (see the forecaster).
+EXTENSION_POINTS = {
+    "_fit", "_predict", "_update", "_predict_quantiles", "_predict_interval", "_predict_var",
+    "_predict_proba", "_pretrain", "_pretrain_update", "_get_fitted_params", "get_test_params",
+    "__post_init__", "__dynamic_tags__", "_tags", "_check_X_y",
+}
 
 
-def test_remember_data_switched_on_later_still_works():
-    """sktime keeps its own copy then; the forecaster's forecasts do not depend on it."""
+def test_only_extension_points_override_the_base_classes():
+    bases = [cls for cls in ReinPatchForecaster.__mro__[1:] if cls is not object]
+    overridden = {name for name in ReinPatchForecaster.__dict__
+                  if name not in ("__module__", "__doc__", "__init__", "__dict__", "__weakref__")
+                  and any(name in cls.__dict__ for cls in bases)}
+    assert overridden <= EXTENSION_POINTS, overridden - EXTENSION_POINTS
+
+
+def test_forecasts_do_not_depend_on_sktimes_copy_of_the_data():
+    """sktime keeps ``_y`` itself (config ``remember_data``); switched off, ``_y`` stays its
+    placeholder and the forecasts are the same: the forecaster reads its own ``_cur_y``."""
     y = sktime_series(sine_values(60))
-    plain = tiny().fit(y.iloc[:50], fh=[1, 2]).update(y.iloc[50:], update_params=False)
-    remembering = tiny().set_config(remember_data=True)
-    remembering.fit(y.iloc[:50], fh=[1, 2]).update(y.iloc[50:], update_params=False)
-    pd.testing.assert_series_equal(plain.predict(), remembering.predict())
+    remembering = tiny().fit(y.iloc[:50], fh=[1, 2]).update(y.iloc[50:], update_params=False)
     assert len(remembering._y) == 60
+    plain = tiny().set_config(remember_data=False)
+    plain.fit(y.iloc[:50], fh=[1, 2]).update(y.iloc[50:], update_params=False)
+    assert plain._y is None and plain._X is None
+    pd.testing.assert_series_equal(plain.predict(), remembering.predict())
+    assert plain.predict().index[0] == y.index[-1] + 1
 
 
 def test_pred_int_tag_is_dynamic():

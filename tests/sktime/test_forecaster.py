@@ -34,7 +34,7 @@ TINY = dict(
     n_heads=1,
     n_layers=1,
     n_epochs=2,
-    batch_size=16,
+    batch_size=64,
     resample_points=4,
 )
 

@@ -33,10 +33,10 @@ def _splitter() -> ExpandingWindowSplitter:
 
 @pytest.fixture(scope="module")
 def dask_client():
-    """A two-worker ``LocalCluster`` (one process and one thread each) started and closed
+    """A one-worker ``LocalCluster`` (another process, one thread) started and closed
     here: the ``"dask"`` backend computes on the active client."""
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
         yield client
