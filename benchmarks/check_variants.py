@@ -47,10 +47,15 @@ CASES: dict[str, dict] = {
     "readout_flatten_two_levels": {"readout": "flatten", "levels": 2,
                                    "compression_rate": (4, 4)},
     "skip_off": {"readout_skip": False},
-    "no_local_mean": {"use_local_mean": False},
-    "no_resampled": {"use_resampled": False},
-    "no_position": {"use_position": False},
-    "no_local_activation": {"local_activation": False},
+    # Token-part switches were network settings only: checked on the network's GRPG step.
+    "net_default": {"_network": True},
+    "net_no_local_mean": {"_network": True, "use_local_mean": False, "readout_skip": False},
+    "net_no_resampled": {"_network": True, "use_resampled": False},
+    "net_no_position": {"_network": True, "use_position": False},
+    "net_no_local_activation": {"_network": True, "local_activation": False},
+    "net_spike_task_parts": {"_network": True, "use_resampled": False,
+                             "local_activation": False, "levels": 2,
+                             "compression_rate": (4, 2)},
     "kl_schedule_linear": {"kl_schedule": "linear", "n_epochs": 2},
     "patcher_warmup": {"patcher_warmup": 1, "n_epochs": 2},
     "sample_loss_weight": {"sample_loss_weight": 1.0},
@@ -61,9 +66,46 @@ BASE = dict(input_chunk_length=96, output_chunk_length=24, d_model=16, n_heads=2
             n_layers=1, batch_size=32, n_epochs=1, random_state=0)
 
 
-def _worker(case: str, out: str) -> None:
+#: Network cases: a small network trained for a few GRPG steps on random data.
+NETWORK = dict(input_length=32, output_length=6, n_channels=2, compression_rate=4,
+               group_size=4, d_model=16, n_heads=2, n_layers=1, patcher_hidden_size=8,
+               patcher_layers=2)
+
+
+def _network_worker(kwargs: dict, out: str, variants: bool) -> None:
+    """Train a network of ``kwargs`` for 3 GRPG steps and save its forecast to ``out``."""
+    import torch
+
+    torch.manual_seed(0)
+    values = {**NETWORK, **kwargs}
+    if variants:
+        from benchmarks.variants import make_network
+        network = make_network(**values)
+    else:
+        from reinpatch_forecast.nn import ReinPatchConfig, ReinPatchNetwork
+        network = ReinPatchNetwork(ReinPatchConfig(**values))
+    generator = torch.Generator().manual_seed(1)
+    x = torch.randn(16, 32, 2, generator=generator).cumsum(dim=1)
+    y = torch.randn(16, 6, 2, generator=generator)
+    optimizer = torch.optim.Adam(network.parameters(), lr=1e-2)
+    for _ in range(3):
+        optimizer.zero_grad()
+        network.training_losses(x, y).loss.backward()
+        optimizer.step()
+    with torch.no_grad():
+        np.save(out, network.eval()(x).numpy())
+
+
+def _worker(case: str, out: str, variants: bool) -> None:
     """Fit ``case`` with the package on ``sys.path`` and save its forecast to ``out``."""
     import torch
+
+    kwargs = dict(CASES[case])
+    if kwargs.pop("_network", False):
+        if isinstance(kwargs.get("compression_rate"), list):
+            kwargs["compression_rate"] = tuple(kwargs["compression_rate"])
+        _network_worker(kwargs, out, variants)
+        return
     from darts import TimeSeries
 
     from reinpatch_forecast.cli.demo import demo_splits
@@ -82,7 +124,7 @@ def _worker(case: str, out: str) -> None:
         # The first channel's square as a past covariate of the other six.
         past = TimeSeries.from_times_and_values(train.time_index, train.values()[:, :1] ** 2)
         train = train[train.components[1:].tolist()]
-    if (ROOT / "benchmarks" / "variants.py").is_file() and str(ROOT) in sys.path:
+    if variants:
         from benchmarks.variants import make_model
         model = make_model(**kwargs)
     else:
@@ -116,7 +158,7 @@ def main() -> int:
     if args.worker:
         if args.variants:
             sys.path.insert(0, str(ROOT))
-        _worker(args.worker, args.out)
+        _worker(args.worker, args.out, args.variants)
         return 0
     if not args.reference:
         parser.error("--reference is required")
