@@ -166,7 +166,8 @@ class Ablation:
                 or self.patcher_warmup < 0):
             raise ReinPatchInputError(
                 f"patcher_warmup must be an integer >= 0, got {self.patcher_warmup!r}.")
-        if not (isinstance(self.sample_loss_weight, (int, float))
+        if isinstance(self.sample_loss_weight, bool) or not (
+                isinstance(self.sample_loss_weight, (int, float))
                 and math.isfinite(self.sample_loss_weight) and self.sample_loss_weight >= 0):
             raise ReinPatchInputError(
                 f"sample_loss_weight must be a finite number >= 0, got "
@@ -510,7 +511,7 @@ class VariantNetwork(ReinPatchNetwork):
                                  channels, group, anchor)
 
 
-def _config_values(values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def config_values(values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Flat configuration keywords (the names the package's config used to take) as nested
     :class:`~reinpatch_forecast.nn.ReinPatchConfig` keywords, and the ablation's."""
     values = dict(values)
@@ -543,7 +544,7 @@ def make_network(patcher: Patcher | str | None = None, **config_kwargs) -> ReinP
     given = patcher if isinstance(patcher, nn.Module) else None
     if isinstance(patcher, str):
         config_kwargs["patcher"] = patcher
-    values, ablation = _config_values(config_kwargs)
+    values, ablation = config_values(config_kwargs)
     if Ablation(**ablation).is_package:
         return ReinPatchNetwork(ReinPatchConfig(**values), patcher=given)
     return VariantNetwork(VariantConfig(**values, ablation=ablation), patcher=given)
@@ -576,8 +577,9 @@ class VariantModel(ReinPatchModel):
     :class:`Ablation` (under the same names); build it with :func:`make_model`."""
 
     def __init__(self, input_chunk_length: int, output_chunk_length: int,
-                 output_chunk_shift: int = 0, policy: str | None = None, offset_penalty: float = 1.0,
-                 readout: str = "copy", readout_skip: bool | None = None,
+                 output_chunk_shift: int = 0, policy: str | None = None,
+                 offset_penalty: float = 1.0, readout: str = "copy",
+                 readout_skip: bool | None = None,
                  use_local_mean: bool = True, use_resampled: bool = True,
                  use_position: bool = True, local_activation: bool = True,
                  kl_schedule: str = "constant", patcher_warmup: int = 0,
