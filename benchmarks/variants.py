@@ -65,6 +65,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from darts.utils.serialization import add_safe_globals
+
 from reinpatch_forecast import ReinPatchModel
 from reinpatch_forecast.darts.model import _ReinPatchModule, _as_monte_carlo_dropout, _width
 from reinpatch_forecast.errors import ReinPatchInputError
@@ -556,9 +558,9 @@ class _VariantModule(_ReinPatchModule):
 
     def __init__(self, network_config: dict[str, Any], freeze_patcher: bool = False,
                  patcher_lr: float | None = None, **kwargs) -> None:
-        from darts.models.forecasting.pl_forecasting_module import PLForecastingModule
-
-        PLForecastingModule.__init__(self, **kwargs)
+        # darts' module, skipping the package's network (``super`` also lets Lightning record
+        # this constructor's arguments as the checkpoint's hyperparameters).
+        super(_ReinPatchModule, self).__init__(**kwargs)
         self.network = VariantNetwork(VariantConfig(**network_config))
         _as_monte_carlo_dropout(self.network)
         if freeze_patcher:
@@ -625,6 +627,10 @@ class VariantModel(ReinPatchModel):
         if given is not None:
             module.network.patcher.load_state_dict(patcher_from_state(given).state_dict())
         return module
+
+
+# A saved variant model holds these classes; darts loads only allow-listed ones.
+add_safe_globals([VariantModel, _VariantModule, VariantConfig, Ablation])
 
 
 def make_model(**kwargs) -> ReinPatchModel:
