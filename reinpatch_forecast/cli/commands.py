@@ -118,8 +118,8 @@ def fit_command(args: argparse.Namespace) -> int:
 def pretrain_patcher_command(args: argparse.Namespace) -> int:
     import torch
 
-    from ..foundation import default_corpus
-    from ..foundation import file_sha256, pretrain_patcher, save_patcher
+    from ..foundation import default_corpus, pretrain_patcher
+    from ..patcher_io import file_sha256, save_patcher
 
     out = output_path(args.out)
     if args.data_dir is not None and not Path(args.data_dir).is_dir():
