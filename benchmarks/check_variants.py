@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CASES: dict[str, dict] = {
     "default": {},
     "package_defaults": {"d_model": 64, "n_heads": 4, "n_layers": 2},
+    "demo_model": {"d_model": 32, "n_heads": 4, "n_layers": 2},  # cli/demo.py's network
     "two_levels": {"levels": 2, "compression_rate": (4, 4)},
     "at_most": {"budget": "at_most"},
     "uniform": {"patcher": "uniform"},
