@@ -38,6 +38,8 @@ CASES: dict[str, dict] = {
     "at_most": {"budget": "at_most"},
     "uniform": {"patcher": "uniform"},
     "covariates": {"_covariates": True},
+    "foundation_frozen": {"patcher": "pretrained"},
+    "foundation_init": {"patcher_init": "pretrained"},
     "policy_topk": {"policy": "topk"},
     "policy_offset": {"policy": "offset"},
     "policy_offset_two_levels": {"policy": "offset", "levels": 2, "compression_rate": (4, 4)},
