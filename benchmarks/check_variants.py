@@ -1,17 +1,21 @@
 """Check that a model built from given keyword arguments forecasts bit-identically under two
 versions of the code.
 
-Each case fits a small model for one epoch on the shipped ETTh1 copy (7 channels, 64 training
-windows, fixed seed) and forecasts 24 steps. ``--reference`` names a checkout of the code as it
-was before the ablations moved out of the package: there every case is built as
-``ReinPatchModel(**kwargs)``; in this checkout it is built by ``benchmarks.variants.make_model``
-(the package's plain model when no ablation is asked). Both run in fresh processes with their
-own ``PYTHONPATH``, so each imports its own package.
+Each model case fits a small model for one epoch on the shipped ETTh1 copy (7 channels, 64
+training windows, fixed seed) and forecasts 24 steps; each network case (``net_*``: the
+token-part switches, which are network settings) trains a small network for three GRPG steps on
+random data. ``--reference`` names a checkout in which the ablations are package options
+(e.g. commit ``8f861df``): there a case is built as ``ReinPatchModel(**kwargs)`` or
+``ReinPatchNetwork(ReinPatchConfig(**kwargs))``; in this checkout by
+``benchmarks.variants.make_model`` or ``make_network`` (the package's plain model or network
+when no ablation is asked). Both run in fresh processes with their own ``PYTHONPATH``, so each
+imports its own package. The script prints a markdown table of the largest absolute difference
+per case and exits with 1 unless every one is 0.
 
 Usage::
 
-    python benchmarks/check_variants.py --reference /path/to/old/checkout
-    python benchmarks/check_variants.py --reference /path/to/old/checkout --cases default topk
+    python benchmarks/check_variants.py --reference /path/to/reference/checkout
+    python benchmarks/check_variants.py --reference /path/to/reference --cases default policy_topk
 """
 
 from __future__ import annotations
@@ -152,7 +156,8 @@ def _run(case: str, code_root: str, out: str, with_variants: bool) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reference", help="checkout of the code before the move")
+    parser.add_argument("--reference",
+                        help="checkout of the code in which the ablations are package options")
     parser.add_argument("--cases", nargs="*", default=list(CASES))
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)

@@ -13,8 +13,8 @@ classes, so that every table still reproduces from this checkout:
   ``local_activation`` switched off;
 - schedules: ``kl_schedule="linear"``, ``patcher_warmup`` and ``sample_loss_weight``.
 
-Every name and default is the one the package used to accept, so a benchmark spec written for
-it runs unchanged.
+Every argument keeps the name and default the committed benchmark specs use, so those specs
+run unchanged.
 
 Entry points
 ------------
@@ -514,7 +514,7 @@ class VariantNetwork(ReinPatchNetwork):
 
 
 def config_values(values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Flat configuration keywords (the names the package's config used to take) as nested
+    """Flat configuration keywords (the names the benchmark specs use) as nested
     :class:`~reinpatch_forecast.nn.ReinPatchConfig` keywords, and the ablation's."""
     values = dict(values)
     ablation = {name: values.pop(name) for name in ABLATION_NAMES if name in values}
