@@ -76,23 +76,13 @@ class ModelOptions:
         "str, path, LearnedPatcher or None",
         "with --patcher learned: start from this patcher ('pretrained' or a file)",
         metavar="NAME_OR_FILE")
-    policy: str | None = _option(
-        None, "The learned patcher's boundary policy: ``\"density\"`` (boundaries at the "
-        "quantiles of a learned density: resolution moves across the whole window), "
-        "``\"offset\"`` (every boundary moves a few steps around the uniform grid) or "
-        "``\"topk\"`` (Gumbel-top-k over all positions, an ablation). ``None``: ``\"density\"``, "
-        "unless ``patcher`` or ``patcher_init`` gives a pretrained patcher, whose own policy "
-        "is used (an explicit policy that differs from it raises a ``ValueError``). See "
-        "``docs/choosing_parameters.md``.", "str or None",
-        "boundary policy of the learned patcher: density, offset or topk (default: density, "
-        "or a pretrained patcher's own policy)", choices=("density", "offset", "topk"))
     budget: str = _option(
         "exact", "How the compression rate bounds the tokens: ``\"exact\"`` (``N = "
         "ceil(L / R)`` patches for every series) or ``\"at_most\"`` (the paper's minimum "
         "compression rate: the learned patcher also chooses, per series, to use 1/4, 1/2, 3/4 "
-        "or all of the ``N`` token slots; learned patcher, density policy, one level and a "
-        "time-aligned readout only).", "str", "how the compression rate bounds the tokens: "
-        "exact, or at_most (the learned patcher may use fewer)", choices=("exact", "at_most"))
+        "or all of the ``N`` token slots; learned patcher and one level only).", "str",
+        "how the compression rate bounds the tokens: exact, or at_most (the learned patcher "
+        "may use fewer)", choices=("exact", "at_most"))
     d_model: int = _option(64, "Width of the Transformer.", "int", metavar="D")
     n_heads: int = _option(4, "Attention heads.", "int")
     n_layers: int = _option(2, "Transformer layers.", "int")
@@ -104,21 +94,6 @@ class ModelOptions:
     revin_affine: bool = _option(
         False, "Learn a per-component affine map in the instance normalisation.", "bool",
         "learn an affine map in the instance normalisation")
-    readout: str = _option(
-        "copy", "How the forecast head reads the encoded patch tokens: ``\"copy\"`` (every "
-        "time step reads its own patch's token), ``\"profile\"`` (every token is decoded into "
-        "a short profile stretched over its patch), ``\"interpolate\"`` (steps interpolate "
-        "between neighbouring patches' tokens), ``\"query\"`` (one learned query per horizon "
-        "step attends to the tokens) or ``\"flatten\"`` (a head over the token slots, whose "
-        "weights assume the uniform grid: an ablation). See ``docs/method.md``.", "str",
-        "how the head reads the patch tokens: copy, profile, interpolate, query or flatten "
-        "(ablation)", choices=("copy", "profile", "interpolate", "query", "flatten"))
-    readout_skip: bool | None = _option(
-        None, "Also give the head every time step's own local features, bypassing the "
-        "patches; ``None``: on for the readouts that map tokens onto time steps (``copy``, "
-        "``profile``, ``interpolate``).", "bool or None",
-        "also give the head every step's local features, bypassing the patches (default: on "
-        "for copy, profile and interpolate)", action=argparse.BooleanOptionalAction)
 
 
 @dataclass(frozen=True)
@@ -138,22 +113,6 @@ class TrainingOptions:
     kl_coef: float = _option(
         0.1, "Weight of the KL anchor that keeps the policy near its reference (the uniform "
         "grid).", "float", metavar="W")
-    kl_schedule: str = _option(
-        "constant", "How the KL anchor's weight moves over training: ``\"constant\"`` "
-        "(``kl_coef`` all through) or ``\"linear\"`` (from ``kl_coef`` at the first policy "
-        "epoch down to 0 at the last).", "str", "how the KL weight moves over training: "
-        "constant, or linear (down to 0 at the last epoch)", choices=("constant", "linear"))
-    patcher_warmup: int = _option(
-        0, "Epochs at the start of training in which only the backbone trains, on the "
-        "patcher's decode (the uniform grid for a new patcher), with no group drawn; GRPG "
-        "starts after them.", "int", "epochs in which only the backbone trains before GRPG "
-        "starts", metavar="EPOCHS")
-    sample_loss_weight: float = _option(
-        0.0, "Weight of the sampled patchings' loss in the backbone's training loss, "
-        "``(decoded loss + w * sampled loss) / (1 + w)``; 0 trains the backbone on the decoded "
-        "patching only (the samples are then scored without gradients, which is cheaper).",
-        "float", "weight of the sampled patchings' loss in the backbone's training loss",
-        metavar="W")
     patcher_lr: float | None = _option(
         None, "Learning rate of the patcher; ``None`` uses 3x the backbone's learning rate.",
         "float or None", "learning rate of the patcher (default: 3x the learning rate)",
@@ -211,7 +170,7 @@ def options_from(values: Mapping[str, Any]) -> tuple[ModelOptions, TrainingOptio
 
 
 def build_network_config(model: ModelOptions, training: TrainingOptions, input_length: int,
-                         output_length: int, policy: str, patcher_name: str,
+                         output_length: int, patcher_name: str,
                          given_patcher_config: Mapping[str, Any] | None = None
                          ) -> "ReinPatchConfig":
     """The network's configuration (which validates every value) from the options.
@@ -222,33 +181,32 @@ def build_network_config(model: ModelOptions, training: TrainingOptions, input_l
         The user's options.
     input_length, output_length
         ``L`` and ``H``.
-    policy
-        The resolved policy (``model.policy``, or a given patcher's own, or the default).
     patcher_name
         ``model.patcher`` when it names a patcher, ``"learned"`` for a given patcher.
     given_patcher_config
         A given patcher's own configuration (``LearnedPatcher.config()``), whose sizes and
-        policy options the network's patcher must have; ``None`` for the defaults.
+        policy settings the network's patcher takes, and whose levels and budget must fit the
+        options; ``None`` for the defaults.
     """
     from .nn import ReinPatchConfig
-    from .nn.learned_patcher import DEFAULT_PATCHER_SIZES
-    from .nn.patchers import POLICY_OPTIONS
+    from .nn.config import PatcherConfig
+    from .nn.patcher_interface import check_patcher_fits
 
-    given = {**DEFAULT_PATCHER_SIZES, **(given_patcher_config or {})}
+    if given_patcher_config is not None:
+        check_patcher_fits(given_patcher_config.get("levels", 1),
+                           bool(given_patcher_config.get("at_most", False)), model.levels,
+                           model.budget)
+    patcher_fields = set(PatcherConfig.__dataclass_fields__) - {"name"}
+    given = {key: value for key, value in (given_patcher_config or {}).items()
+             if key in patcher_fields}
     return ReinPatchConfig(
         input_length=input_length, output_length=output_length,
-        compression_rate=model.compression_rate, levels=model.levels, patcher=patcher_name,
-        policy=policy, budget=model.budget, group_size=training.group_size,
-        kl_coef=training.kl_coef,
-        kl_schedule=training.kl_schedule, patcher_warmup=training.patcher_warmup,
-        sample_loss_weight=training.sample_loss_weight,
-        d_model=model.d_model, n_heads=model.n_heads, n_layers=model.n_layers,
-        dropout=model.dropout, resample_points=model.resample_points,
-        revin_affine=model.revin_affine, readout=model.readout,
-        readout_skip=model.readout_skip,
-        patcher_hidden_size=given["hidden_size"], patcher_layers=given["n_layers"],
-        patcher_kernel_size=given["kernel_size"],
-        patcher_options={key: given[key] for key in POLICY_OPTIONS if key in given} or None,
+        compression_rate=model.compression_rate, levels=model.levels, budget=model.budget,
+        revin_affine=model.revin_affine,
+        backbone=dict(d_model=model.d_model, n_heads=model.n_heads, n_layers=model.n_layers,
+                      dropout=model.dropout, resample_points=model.resample_points),
+        patcher=PatcherConfig(name=patcher_name, **given),
+        training=dict(group_size=training.group_size, kl_coef=training.kl_coef),
     )
 
 

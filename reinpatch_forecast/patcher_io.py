@@ -41,7 +41,8 @@ def patcher_state(patcher: LearnedPatcher) -> dict[str, Any]:
     return {
         "format": PATCHER_FORMAT,
         "version": PATCHER_VERSION,
-        "config": patcher.config(),
+        # The policy's name makes the file say what it holds; the package reads "density".
+        "config": {"policy": patcher.policy_name, **patcher.config()},
         "state_dict": {k: v.detach().cpu().clone() for k, v in patcher.state_dict().items()},
     }
 
@@ -67,8 +68,18 @@ def patcher_from_state(state: dict[str, Any], source: str = "the patcher state")
             "reinpatch_forecast.foundation.pretrain_patcher (or `reinpatch-forecast "
             "pretrain-patcher`), or use the shipped one (patcher='pretrained')."
         )
+    config = dict(state.get("config") or {})
+    policy = config.pop("policy", LearnedPatcher.policy_name)
+    config.pop("offset_penalty", None)  # a setting of the offset policy, unused by the density one
+    if policy != LearnedPatcher.policy_name:
+        raise ReinPatchInputError(
+            f"{source} holds a patcher of the {policy!r} policy, a benchmark ablation "
+            f"(benchmarks/variants.py); the package's learned patcher uses the "
+            f"{LearnedPatcher.policy_name!r} policy. Pretrain a new patcher with "
+            "reinpatch_forecast.foundation.pretrain_patcher, or use patcher='pretrained'."
+        )
     try:
-        patcher = LearnedPatcher(**state["config"])
+        patcher = LearnedPatcher(**config)
         patcher.load_state_dict(state["state_dict"])
     except (KeyError, TypeError, RuntimeError) as error:
         raise ReinPatchInputError(

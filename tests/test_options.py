@@ -94,10 +94,6 @@ def test_cli_boolean_flags_switch_either_way():
         flag = name.replace("_", "-")
         assert getattr(build_parser().parse_args(base + [f"--{flag}"]), name) is True
         assert getattr(build_parser().parse_args(base + [f"--no-{flag}"]), name) is False
-    # readout_skip defaults to None (on where it applies) and switches either way too
-    assert build_parser().parse_args(base).readout_skip is None
-    assert build_parser().parse_args(base + ["--readout-skip"]).readout_skip is True
-    assert build_parser().parse_args(base + ["--no-readout-skip"]).readout_skip is False
 
 
 def test_bad_option_flags_are_usage_errors(capsys):
@@ -122,10 +118,31 @@ def test_the_forecaster_forwards_its_options_to_the_darts_model():
 
 def test_the_network_config_defaults_equal_the_options_defaults():
     """``nn`` sits below the options (pure PyTorch), so it keeps its own defaults: equal."""
+    from reinpatch_forecast.nn import (BackboneConfig, PatcherConfig, ReinPatchConfig,
+                                       TrainingConfig)
+
+    network_fields = {}
+    for cls in (ReinPatchConfig, BackboneConfig, TrainingConfig):
+        network_fields.update({f.name: f.default for f in fields(cls)
+                               if f.default is not MISSING})
+    shared = set(network_fields) & set(_defaults())
+    assert {"compression_rate", "group_size", "kl_coef", "d_model", "dropout",
+            "resample_points", "revin_affine", "budget", "levels"} <= shared
+    for name in shared:
+        assert network_fields[name] == _defaults()[name], name
+    assert PatcherConfig().name == _defaults()["patcher"]
+
+
+def test_a_nested_config_round_trips_through_plain_values():
+    """darts stores the network's configuration as plain nested values in checkpoints."""
     from reinpatch_forecast.nn import ReinPatchConfig
 
-    network_fields = {f.name: f.default for f in fields(ReinPatchConfig)}
-    shared = set(network_fields) & set(_defaults())
-    assert {"compression_rate", "group_size", "kl_coef", "d_model", "dropout"} <= shared
-    for name in shared - {"policy"}:  # the option's None means "the patcher's own policy"
-        assert network_fields[name] == _defaults()[name], name
+    config = ReinPatchConfig(input_length=48, output_length=8, compression_rate=(4, 2),
+                             levels=2, nr_params=2, backbone=dict(d_model=16, n_heads=2),
+                             patcher=dict(name="learned", density_sigma=1.0),
+                             training=dict(group_size=3))
+    values = config.to_dict()
+    assert isinstance(values["backbone"], dict) and values["patcher"]["density_sigma"] == 1.0
+    assert ReinPatchConfig(**values) == config
+    assert ReinPatchConfig(**values).backbone.resample_points == 4  # ceil(R1), resolved once
+    assert len(fields(ReinPatchConfig)) <= 20

@@ -104,7 +104,9 @@ def fit_command(args: argparse.Namespace) -> int:
     except OSError as error:
         raise CLIError(f"cannot write the model to {args.out}: {one_line(error)}") from None
     config = model.model.network.config
-    policy = f" ({config.policy} policy)" if config.patcher == "learned" else ""
+    network = model.model.network
+    policy = (f" ({network.patcher.policy_name} policy)" if config.patcher.name == "learned"
+              else "")
     print(f"trained on {len(series)} rows x {series.width} column(s) "
           f"({', '.join(series.components)}) in {seconds:.1f} s: {args.patcher} patcher"
           f"{policy}, {config.n_patches} patches per window of {args.lookback}"
@@ -134,7 +136,7 @@ def pretrain_patcher_command(args: argparse.Namespace) -> int:
             corpus, input_chunk_length=args.lookback, output_chunk_length=args.horizon,
             compression_rate=args.compression_rate, group_size=args.group_size,
             n_epochs=args.epochs, max_windows_per_series=args.max_windows,
-            kl_coef=args.kl_coef, policy=args.policy, random_state=args.seed,
+            kl_coef=args.kl_coef, random_state=args.seed,
             verbose=not args.quiet,
         )
     seconds = time.perf_counter() - began

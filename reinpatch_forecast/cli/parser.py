@@ -11,7 +11,6 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from ..nn.policies import DEFAULT_POLICY, POLICY_NAMES
 from ..options import PRETRAINING, add_option_flags, option_default
 from ._common import PROG
 from .commands import (fit_command, predict_command, pretrain_patcher_command, run_demo_command,
@@ -45,10 +44,6 @@ def _positive_float(text: str) -> float:
     return _number(text, float, lambda v: v > 0, "a positive number")
 
 
-def _non_negative_int(text: str) -> int:
-    return _number(text, int, lambda v: v >= 0, "an integer >= 0")
-
-
 def _non_negative_float(text: str) -> float:
     return _number(text, float, lambda v: v >= 0, "a number >= 0")
 
@@ -70,9 +65,7 @@ _OPTION_TYPES = {
     "compression_rate": _rates, "levels": int, "d_model": _positive_int,
     "n_heads": _positive_int, "n_layers": _positive_int, "dropout": _probability,
     "resample_points": _positive_int, "group_size": _positive_int,
-    "kl_coef": _non_negative_float, "sample_loss_weight": _non_negative_float,
-    "patcher_warmup": _non_negative_int,
-    "patcher_lr": _positive_float,
+    "kl_coef": _non_negative_float, "patcher_lr": _positive_float,
 }
 
 
@@ -246,8 +239,6 @@ def build_parser() -> argparse.ArgumentParser:
     pretrain.add_argument("--compression-rate", type=_positive_float,
                           default=option_default("compression_rate"), metavar="R",
                           help="average patch length (default: %(default)s)")
-    pretrain.add_argument("--policy", choices=POLICY_NAMES, default=DEFAULT_POLICY,
-                          help="boundary policy of the patcher (default: %(default)s)")
     pretrain.add_argument("--group-size", type=_positive_int,
                           default=option_default("group_size"), metavar="G",
                           help="GRPG group size (default: %(default)s)")

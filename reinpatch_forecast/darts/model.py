@@ -49,14 +49,14 @@ from darts.utils.torch import MonteCarloDropout
 from ..errors import ReinPatchFileNotFoundError, ReinPatchInputError, TrainingDivergedError
 from ..patcher_io import patcher_from_state, resolve_patcher_state
 from ..nn import (
-    DEFAULT_POLICY,
     PATCHER_NAMES,
     Covariates,
     LearnedPatcher,
     ReinPatchConfig,
     ReinPatchNetwork,
 )
-from ..nn.backbone import BackboneConfig, GroupDropout
+from ..nn.backbone import GroupDropout
+from ..nn.config import BackboneConfig, PatcherConfig, TrainingConfig
 from ..options import (
     ModelOptions,
     TrainingOptions,
@@ -166,12 +166,8 @@ class _ReinPatchModule(PLForecastingModule):
         def sample_loss(prediction: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
             return elementwise_loss(prediction, target, self.likelihood, self.train_criterion)
 
-        n_epochs = self.trainer.max_epochs if self._trainer is not None else None
-        train_patcher, kl_coef = self.network.config.policy_schedule(
-            self.current_epoch, n_epochs if n_epochs and n_epochs > 0 else None)
         losses = self.network.training_losses(x, target, backbone_loss, sample_loss,
-                                              covariates=self._covariates(train_batch),
-                                              train_patcher=train_patcher, kl_coef=kl_coef)
+                                              covariates=self._covariates(train_batch))
         size = x.shape[0]
         self.log("train_loss", losses.backbone_loss, batch_size=size, prog_bar=True,
                  sync_dist=True)
@@ -339,7 +335,6 @@ class ReinPatchModel(DartsFixesMixin, MixedCovariatesTorchModel):
         levels: int = ModelOptions.levels,
         patcher: str | os.PathLike | LearnedPatcher | dict = ModelOptions.patcher,
         patcher_init: str | os.PathLike | LearnedPatcher | dict | None = ModelOptions.patcher_init,
-        policy: str | None = ModelOptions.policy,
         budget: str = ModelOptions.budget,
         d_model: int = ModelOptions.d_model,
         n_heads: int = ModelOptions.n_heads,
@@ -347,13 +342,8 @@ class ReinPatchModel(DartsFixesMixin, MixedCovariatesTorchModel):
         dropout: float = ModelOptions.dropout,
         resample_points: int | None = ModelOptions.resample_points,
         revin_affine: bool = ModelOptions.revin_affine,
-        readout: str = ModelOptions.readout,
-        readout_skip: bool | None = ModelOptions.readout_skip,
         group_size: int = TrainingOptions.group_size,
         kl_coef: float = TrainingOptions.kl_coef,
-        kl_schedule: str = TrainingOptions.kl_schedule,
-        patcher_warmup: int = TrainingOptions.patcher_warmup,
-        sample_loss_weight: float = TrainingOptions.sample_loss_weight,
         patcher_lr: float | None = TrainingOptions.patcher_lr,
         use_static_covariates: bool = True,
         **kwargs,
@@ -392,27 +382,13 @@ class ReinPatchModel(DartsFixesMixin, MixedCovariatesTorchModel):
             self.model_params["patcher_init"] = self._init_state
         self.options, self.training_options = options_from(self.model_params)
         given = self._frozen_patcher_state or self._init_state
-        given_config = given["config"] if given is not None else {}
-        if given is not None and given_config.get("levels", 1) != levels:
-            raise ReinPatchInputError(
-                f"The given patcher has levels={given_config.get('levels', 1)} but the model "
-                f"has levels={levels}: a patcher draws as many boundary levels as it was "
-                "trained for. Use a patcher pretrained with the same levels (the shipped one "
-                "has levels=1), or patcher='learned' without patcher_init."
-            )
-        given_policy = given_config.get("policy")
-        if policy is not None and given_policy is not None and policy != given_policy:
-            raise ReinPatchInputError(
-                f"policy={policy!r} but the given patcher was trained with policy="
-                f"{given_policy!r}: a pretrained patcher keeps its policy. Leave policy=None, or "
-                "use patcher='learned' without patcher_init for a new patcher of that policy."
-            )
-        # Built (and so validated) once, here, not at the first fit; the output layout, which
-        # depends on the data and the likelihood, joins it in _create_model.
+        # Built (and so validated, with the given patcher's fit) once, here, not at the first
+        # fit; the output layout, which depends on the data and the likelihood, joins it in
+        # _create_model.
         self.network_config = build_network_config(
             self.options, self.training_options, input_chunk_length, output_chunk_length,
-            policy=given_policy or policy or DEFAULT_POLICY, patcher_name=patcher_name,
-            given_patcher_config=given_config,
+            patcher_name=patcher_name,
+            given_patcher_config=given["config"] if given is not None else None,
         )
 
     # -- darts hooks ------------------------------------------------------------------------
@@ -595,7 +571,7 @@ class ReinPatchModel(DartsFixesMixin, MixedCovariatesTorchModel):
                 "This ReinPatchModel is not trained yet: call fit() (or load a trained model) "
                 "before to_onnx()."
             )
-        name = self.network_config.patcher
+        name = self.network_config.patcher.name
         if name in self._NOT_EXPORTABLE:
             raise ReinPatchInputError(
                 f"patcher={name!r} cannot be exported to ONNX: {self._NOT_EXPORTABLE[name]}. "
@@ -793,7 +769,8 @@ ReinPatchModel.__doc__ = document_options(ReinPatchModel.__doc__)
 
 # Saved models hold their options and network configuration (dataclasses of primitives).
 add_safe_globals([ReinPatchModel, _ReinPatchModule, PatchBoundaries, ModelOptions,
-                  TrainingOptions, ReinPatchConfig, BackboneConfig])
+                  TrainingOptions, ReinPatchConfig, BackboneConfig, PatcherConfig,
+                  TrainingConfig])
 
 
 def _likelihood_type_by_value(member: LikelihoodType):

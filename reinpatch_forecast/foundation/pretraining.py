@@ -17,7 +17,7 @@ import torch
 from ..checks import check_finite_values, check_numeric_columns
 from ..errors import ReinPatchInputError
 from .._lightning import quiet_trainer_kwargs
-from ..nn import DEFAULT_POLICY, LearnedPatcher
+from ..nn import LearnedPatcher
 from ..nn.learned_patcher import DEFAULT_PATCHER_SIZES
 from ..options import PRETRAINING, option_default
 from ..patcher_io import patcher_from_state, patcher_state
@@ -123,7 +123,6 @@ def pretrain_patcher(
     learning_rate: float = 1e-3,
     kl_coef: float = option_default("kl_coef"),
     hidden_size: int = DEFAULT_PATCHER_SIZES["hidden_size"],
-    policy: str = DEFAULT_POLICY,
     random_state: int = 0,
     verbose: bool = False,
     pl_trainer_kwargs: dict | None = None,
@@ -155,8 +154,6 @@ def pretrain_patcher(
         Size of the throwaway backbone.
     hidden_size
         Channels of the patcher's convolutions.
-    policy
-        The patcher's boundary policy (``"offset"``, ``"density"`` or ``"topk"``).
     random_state
         Seed: the same seed and corpus give the same patcher.
     verbose
@@ -223,7 +220,7 @@ def pretrain_patcher(
     trainer_kwargs["callbacks"] = [*trainer_kwargs.get("callbacks", []), _History()]
     with torch.random.fork_rng():
         torch.manual_seed(random_state)  # the patcher's initial weights follow the seed
-        initial = LearnedPatcher(policy=policy, hidden_size=hidden_size)
+        initial = LearnedPatcher(hidden_size=hidden_size)
     model = ReinPatchModel(
         input_chunk_length=input_chunk_length, output_chunk_length=output_chunk_length,
         compression_rate=compression_rate, patcher="learned", patcher_init=initial,
@@ -243,7 +240,7 @@ def pretrain_patcher(
                     group_size=group_size, n_epochs=n_epochs, batch_size=batch_size,
                     max_windows_per_series=max_windows_per_series, val_fraction=val_fraction,
                     d_model=d_model, n_layers=n_layers, learning_rate=learning_rate,
-                    kl_coef=kl_coef, hidden_size=hidden_size, policy=policy,
+                    kl_coef=kl_coef, hidden_size=hidden_size,
                     random_state=random_state)
     return PretrainResult(patcher=patcher, history=history, n_series=len(arrays),
                           n_train_windows=n_windows, settings=settings)

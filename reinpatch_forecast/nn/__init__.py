@@ -1,8 +1,15 @@
-"""ReinPatch in pure PyTorch: no darts, sktime, pandas or file I/O in this subpackage."""
+"""ReinPatch in pure PyTorch: no darts, sktime, pandas or file I/O in this subpackage.
 
-from .backbone import Backbone, BackboneConfig, PatchTokeniser
+It holds the method only: the learned patcher with the density policy (exact and at-most
+budgets, one or two levels), the reference patchers (uniform, random, volatility), the
+tokeniser, the Transformer backbone with the time-aligned ``copy`` readout and its per-step
+skip, covariates, RevIN and the GRPG step. The ablations the benchmarks compare live in
+``benchmarks/variants.py``.
+"""
+
+from .backbone import Backbone, PatchTokeniser
 from .grpg import PolicyLoss, policy_loss, self_critical_advantages
-from .config import ReinPatchConfig
+from .config import (BackboneConfig, PatcherConfig, ReinPatchConfig, TrainingConfig)
 from .covariates import CovariateEmbedding, Covariates
 from .network import ReinPatchNetwork, TrainingLosses
 from .patchers import (
@@ -14,17 +21,16 @@ from .patchers import (
     UniformPatcher,
     VolatilityPatcher,
     make_patcher,
-    plackett_luce_log_prob,
     uniform_starts,
 )
-from .policies import DEFAULT_POLICY, POLICY_NAMES, DensityPolicy, OffsetPolicy, TopKPolicy
+from .policies import DensityPolicy
 from .revin import InstanceStats, RevIN
 
 __all__ = [
-    "Backbone", "BackboneConfig", "PatchTokeniser", "PolicyLoss", "self_critical_advantages",
-    "policy_loss", "ReinPatchConfig", "Covariates", "CovariateEmbedding", "ReinPatchNetwork",
-    "TrainingLosses", "POLICY_NAMES",
-    "DEFAULT_POLICY", "OffsetPolicy", "DensityPolicy", "TopKPolicy", "uniform_starts",
-    "PATCHER_NAMES", "LearnedPatcher", "Patcher", "Patching", "RandomPatcher", "UniformPatcher",
-    "VolatilityPatcher", "make_patcher", "plackett_luce_log_prob", "InstanceStats", "RevIN",
+    "Backbone", "BackboneConfig", "PatcherConfig", "TrainingConfig", "PatchTokeniser",
+    "PolicyLoss", "self_critical_advantages", "policy_loss", "ReinPatchConfig", "Covariates",
+    "CovariateEmbedding", "ReinPatchNetwork", "TrainingLosses", "DensityPolicy",
+    "uniform_starts", "PATCHER_NAMES", "LearnedPatcher", "Patcher", "Patching",
+    "RandomPatcher", "UniformPatcher", "VolatilityPatcher", "make_patcher", "InstanceStats",
+    "RevIN",
 ]

@@ -1,18 +1,17 @@
 """The backbone: tokens from variable-size patches, a Transformer encoder and a time-aligned head.
 
-The encoded tokens are read back onto the time steps they cover (:mod:`.readout`): every step
-gets ``k`` features from its patch (and, with ``readout_skip``, from its own local features), and
-a linear head reads the ``L * k`` step features. ``readout="flatten"`` keeps a flatten head over
-the token slots instead (an ablation: its slot weights assume the uniform grid).
+Every patch becomes one token: the sum of the mean of local-encoder features over the patch,
+the patch's values area-resampled to ``P`` points, and fixed position features of where the
+patch lies and how long it is. A pre-norm Transformer encodes the tokens; the ``copy`` readout
+(:mod:`.readout`) gives every time step ``k`` features of the token of its patch, plus a
+projection of the step's own local features (the per-step skip), and a linear head reads the
+``L * k`` step features. The head's weights are tied to time steps, not to token slots, so a
+patching away from the uniform grid costs no accuracy by itself.
 
-With two levels (``BackboneConfig.n_coarse_patches`` set), the encoder runs on the ``N1`` fine
-tokens, the fine tokens are pooled by segment mean into ``N2`` coarse tokens (one per coarse
-patch, a run of whole fine patches), a second encoder of ``n_layers`` layers runs on those, and
-the head reads both token sets.
-
-Over 500 lines for a reason: the tokeniser, the group dropout (one mask shared by a group's
-patchings, so that GRPG compares patchings and not dropout draws) and the two-level encoder
-are one forward pass whose shapes depend on each other; they are read and changed together.
+With two levels (``ReinPatchConfig.levels == 2``), the encoder runs on the ``N1`` fine tokens,
+the fine tokens are pooled by segment mean into ``N2`` coarse tokens (one per coarse patch, a
+run of whole fine patches), a second encoder of ``n_layers`` layers runs on those, and the
+coarse tokens are read onto the steps of their patches beside the fine ones.
 
 Shape legend
 ------------
@@ -24,14 +23,14 @@ N2 : coarse (level-2) tokens per patching
 P : points each patch is resampled to
 d : model width
 H : forecast horizon
-k : features per time step of a time-aligned readout (``BackboneConfig.step_width``)
+k : features per time step of the readout (``ReinPatchConfig.step_width``)
 Q : parameters per forecast step (``nr_params``; 1 for a point forecast)
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
@@ -40,8 +39,7 @@ from torch import Tensor, nn
 from ..errors import ReinPatchInputError
 from .chunking import map_row_chunks, rows_per_chunk
 from .covariates import CovariateEmbedding, Covariates
-from .readout import (DEFAULT_READOUT, READOUTS, STEP_READOUTS, HorizonQueryReadout,
-                      StepReadout)
+from .readout import StepReadout
 from .segments import (
     coarse_token_starts,
     patch_lengths,
@@ -50,163 +48,11 @@ from .segments import (
     segment_mean,
 )
 
-__all__ = ["BackboneConfig", "PatchTokeniser", "EncoderLayer", "Backbone", "group_dropout",
-           "GroupDropout", "set_mc_dropout"]
+if TYPE_CHECKING:  # pragma: no cover
+    from .config import ReinPatchConfig
 
-
-@dataclass
-class BackboneConfig:
-    """Sizes and switches of the backbone.
-
-    Attributes
-    ----------
-    input_length
-        ``L``.
-    output_length
-        ``H``.
-    n_patches
-        ``N``.
-    nr_params
-        ``Q``: values per forecast step (a likelihood's parameter count; 1 for a point forecast).
-    d_model, n_heads, n_layers, dropout
-        Transformer encoder sizes; the feed-forward width is ``ff_multiplier * d_model``.
-    resample_points
-        ``P``: points each patch's raw values are area-resampled to (box means over ``P``
-        equal sub-intervals, :func:`~reinpatch_forecast.nn.segments.resample_patches`): a patch
-        of ``P`` steps gives its values exactly, a shorter one repeats them (lossless), a
-        longer one is box-averaged (no aliasing).
-    use_local_mean
-        Token part 1: mean of local-encoder features over the patch.
-    use_resampled
-        Token part 2: the patch's normalised values area-resampled to ``P`` points, projected.
-    use_position
-        Token part 3: embeddings of the patch's distance from the window's end and its length.
-    local_activation
-        Apply a nonlinearity in the local encoder before the patch mean. Without it the mean
-        token is a linear map of the patch's plain mean (used by the synthetic tests).
-    n_coarse_patches
-        ``N2`` for two-level patching (``1 <= N2 <= N``), ``None`` for one level. It adds a
-        coarse encoder of ``n_layers`` layers and widens the head to ``(N + N2) * d``.
-    n_past_covariates, n_future_covariates, n_static_covariates
-        Covariate features of each kind (``Cp``, ``Cf``, ``Cs``; 0: none), see
-        :mod:`~reinpatch_forecast.nn.covariates`.
-    readout
-        How the head reads the encoded tokens, one of
-        :data:`~reinpatch_forecast.nn.readout.READOUTS`: ``"copy"`` (default), ``"profile"``
-        and ``"interpolate"`` map them onto the ``L`` time steps and the head reads
-        ``L * k`` step features; ``"query"`` reads them with one query per horizon step;
-        ``"flatten"`` is a head over the token slots (ablation).
-    readout_skip
-        Add the step's own local features (projected to ``k``) to its readout features: a
-        path from the raw values to the head that bypasses the patches. ``None`` (default):
-        on for the readouts that map tokens onto steps when ``use_local_mean`` gives local
-        features, off otherwise; ``True`` needs both.
-    variable_tokens
-        Patchings may leave token slots unused (an at-most budget): a slot whose start is
-        ``L`` holds an empty patch, which attention masks and no step reads. Needs a
-        time-aligned readout and one level.
-    """
-
-    input_length: int
-    output_length: int
-    n_patches: int
-    nr_params: int = 1
-    d_model: int = 64
-    n_heads: int = 4
-    n_layers: int = 2
-    ff_multiplier: int = 2
-    dropout: float = 0.1
-    resample_points: int = 8
-    use_local_mean: bool = True
-    use_resampled: bool = True
-    use_position: bool = True
-    local_activation: bool = True
-    n_coarse_patches: int | None = None
-    n_past_covariates: int = 0
-    n_future_covariates: int = 0
-    n_static_covariates: int = 0
-    readout: str = DEFAULT_READOUT
-    readout_skip: bool | None = None
-    variable_tokens: bool = False
-
-    def __post_init__(self) -> None:
-        if self.readout not in READOUTS:
-            raise ReinPatchInputError(
-                f"Unknown readout {self.readout!r}: use one of {', '.join(READOUTS)} "
-                "('flatten' is the head over token slots, for ablations)."
-            )
-        if self.readout_skip is None:
-            self.readout_skip = self.readout in STEP_READOUTS and self.use_local_mean
-        if not isinstance(self.readout_skip, bool):
-            raise ReinPatchInputError(
-                f"readout_skip must be True, False or None (on where it applies), got "
-                f"{self.readout_skip!r}."
-            )
-        if self.readout_skip and self.readout not in STEP_READOUTS:
-            raise ReinPatchInputError(
-                f"readout_skip=True adds every step's local features to the step features of a "
-                f"time-aligned readout ({', '.join(STEP_READOUTS)}); readout={self.readout!r} has "
-                "none: set readout_skip=False."
-            )
-        if self.readout_skip and not self.use_local_mean:
-            raise ReinPatchInputError(
-                "readout_skip=True reads the local encoder's features, which use_local_mean=False "
-                "switches off: set readout_skip=False or use_local_mean=True."
-            )
-        if self.variable_tokens and (self.readout not in STEP_READOUTS
-                                     or self.n_coarse_patches is not None):
-            raise ReinPatchInputError(
-                f"Unused token slots (an at-most budget) need a time-aligned readout "
-                f"({', '.join(STEP_READOUTS)}) and one level, got readout={self.readout!r} "
-                f"with {'two levels' if self.n_coarse_patches is not None else 'one level'}."
-            )
-        if not (self.use_local_mean or self.use_resampled or self.use_position):
-            raise ReinPatchInputError(
-                "At least one token part must be on: use_local_mean, use_resampled or use_position."
-            )
-        if self.d_model % self.n_heads != 0:
-            raise ReinPatchInputError(
-                f"d_model={self.d_model} must be divisible by n_heads={self.n_heads}."
-            )
-        if not 0.0 <= self.dropout < 1.0:
-            raise ReinPatchInputError(f"dropout must be in [0, 1), got {self.dropout}.")
-        for name in ("input_length", "output_length", "n_patches", "nr_params", "d_model",
-                     "n_heads", "n_layers", "resample_points", "ff_multiplier"):
-            if getattr(self, name) < 1:
-                raise ReinPatchInputError(f"{name} must be >= 1, got {getattr(self, name)}.")
-        for name in ("n_past_covariates", "n_future_covariates", "n_static_covariates"):
-            if getattr(self, name) < 0:
-                raise ReinPatchInputError(f"{name} must be >= 0, got {getattr(self, name)}.")
-        if self.n_coarse_patches is not None and not 1 <= self.n_coarse_patches <= self.n_patches:
-            raise ReinPatchInputError(
-                f"n_coarse_patches must be None (one level) or between 1 and "
-                f"n_patches={self.n_patches}, got {self.n_coarse_patches}."
-            )
-
-    @property
-    def levels(self) -> int:
-        """1, or 2 when ``n_coarse_patches`` is set."""
-        return 1 if self.n_coarse_patches is None else 2
-
-    @property
-    def step_width(self) -> int:
-        """``k``: features per time step of a time-aligned readout, ``max(1, d // P)``.
-
-        The profile of a token then has ``P * k <= d`` values, and the head reads ``L * k``
-        features, as many as a flatten head's ``N * d`` on the uniform grid of ``P`` steps.
-        """
-        return max(1, self.d_model // self.resample_points)
-
-    @property
-    def time_aligned(self) -> bool:
-        """Whether the head reads the tokens mapped onto the time steps."""
-        return self.readout in STEP_READOUTS
-
-    @property
-    def uses_covariates(self) -> bool:
-        """Whether any covariate kind has features."""
-        return bool(self.n_past_covariates or self.n_future_covariates
-                    or self.n_static_covariates)
+__all__ = ["PatchTokeniser", "EncoderLayer", "Backbone", "group_dropout", "GroupDropout",
+           "set_mc_dropout"]
 
 
 def sinusoidal_features(positions: Tensor, n_frequencies: int, max_period: float) -> Tensor:
@@ -218,7 +64,7 @@ def sinusoidal_features(positions: Tensor, n_frequencies: int, max_period: float
 
 
 class PatchTokeniser(nn.Module):
-    """One token per patch: the sum of the enabled parts (see :class:`BackboneConfig`).
+    """One token per patch: local-feature mean + resampled values + position features.
 
     The local features of a series are computed once and shared by all ``G`` patchings of it.
     The resampled part reads each patch as a step function and takes its mean over ``P`` equal
@@ -227,23 +73,27 @@ class PatchTokeniser(nn.Module):
     low-passed rather than aliased.
     Position features are fixed sinusoids of the distance from the window's end and of the
     length, projected linearly: no table is tied to ``L``.
+
+    Parameters
+    ----------
+    d_model
+        ``d``.
+    resample_points
+        ``P``.
     """
 
     n_frequencies = 16
 
-    def __init__(self, config: BackboneConfig) -> None:
+    def __init__(self, d_model: int, resample_points: int) -> None:
         super().__init__()
-        self.config = config
-        d = config.d_model
-        if config.use_local_mean:
-            # One conv from the raw values (a pointwise map followed by a depthwise conv is
-            # the same linear family, at a fraction of the cost).
-            self.local_conv = nn.Conv1d(1, d, 3, padding="same", padding_mode="replicate")
-            self.local_out = nn.Linear(d, d)
-        if config.use_resampled:
-            self.resampled_proj = nn.Linear(config.resample_points, d)
-        if config.use_position:
-            self.position_proj = nn.Linear(4 * self.n_frequencies, d)
+        self.d_model = d_model
+        self.resample_points = resample_points
+        # One conv from the raw values (a pointwise map followed by a depthwise conv is the
+        # same linear family, at a fraction of the cost).
+        self.local_conv = nn.Conv1d(1, d_model, 3, padding="same", padding_mode="replicate")
+        self.local_out = nn.Linear(d_model, d_model)
+        self.resampled_proj = nn.Linear(resample_points, d_model)
+        self.position_proj = nn.Linear(4 * self.n_frequencies, d_model)
 
     def position_features(self, starts: Tensor, length: int) -> Tensor:
         """Fixed features of every patch's distance from the window's end and its length.
@@ -265,7 +115,7 @@ class PatchTokeniser(nn.Module):
 
     def chunk_rows(self, length: int) -> int:
         """Rows per chunk of :meth:`local_features` on series of ``length`` steps."""
-        return rows_per_chunk(self.chunk_elements, length * self.config.d_model)
+        return rows_per_chunk(self.chunk_elements, length * self.d_model)
 
     def local_features(self, x: Tensor) -> Tensor:
         """Per-position features ``(R, L, d)`` of a normalised series ``x`` ``(R, L)``.
@@ -278,9 +128,7 @@ class PatchTokeniser(nn.Module):
     def _local_features(self, x: Tensor) -> Tensor:
         """:meth:`local_features` in one pass, ``(r, L, d)`` from ``(r, L)``."""
         h = self.local_conv(x.unsqueeze(1)).transpose(1, 2)  # (R, L, d)
-        if self.config.local_activation:
-            h = F.gelu(h)
-        return self.local_out(h)  # (R, L, d)
+        return self.local_out(F.gelu(h))  # (R, L, d)
 
     def forward(self, x: Tensor, starts: Tensor, local: Tensor | None = None) -> Tensor:
         """Tokens of every patching.
@@ -301,21 +149,14 @@ class PatchTokeniser(nn.Module):
         """
         rows, group, n_patches = starts.shape
         length = x.shape[-1]
-        parts = []  # summed without a zero tensor to start from: one allocation less per part
-        if self.config.use_local_mean:
-            if local is None:
-                local = self.local_features(x)  # (R, L, d)
-            parts.append(segment_mean(local, starts))  # (R, G, N, d)
-        if self.config.use_resampled:
-            values = resample_patches(x, starts, self.config.resample_points)  # (R, G, N, P)
-            parts.append(self.resampled_proj(values))  # (R, G, N, d)
-        if self.config.use_position:
-            position = self.position_features(starts, length)  # (R, G, N, 4F)
-            parts.append(self.position_proj(position.to(x.dtype)))  # (R, G, N, d)
-        tokens = parts[0]
-        for part in parts[1:]:
-            tokens = tokens + part  # (R, G, N, d)
-        return tokens.reshape(rows * group, n_patches, self.config.d_model)  # (R*G, N, d)
+        if local is None:
+            local = self.local_features(x)  # (R, L, d)
+        mean = segment_mean(local, starts)  # (R, G, N, d)
+        values = resample_patches(x, starts, self.resample_points)  # (R, G, N, P)
+        position = self.position_features(starts, length)  # (R, G, N, 4F)
+        tokens = (mean + self.resampled_proj(values)
+                  + self.position_proj(position.to(x.dtype)))  # (R, G, N, d)
+        return tokens.reshape(rows * group, n_patches, self.d_model)  # (R*G, N, d)
 
 
 def group_dropout(h: Tensor, p: float, group: int, training: bool) -> Tensor:
@@ -418,76 +259,73 @@ class EncoderLayer(nn.Module):
 class Backbone(nn.Module):
     """Pre-norm Transformer encoder over the ``N`` tokens and a head ``L*k -> H*Q`` over steps.
 
-    With a time-aligned readout (``"copy"``, ``"profile"``, ``"interpolate"``) the encoded
-    tokens become step features ``(L, k)`` (``step_readout``; ``skip_projection`` adds the local
-    features with ``readout_skip``) and the head is ``Linear(L*k, H*Q)``. With ``"query"``,
-    ``query_readout`` reads the tokens with one query per horizon step. With ``"flatten"`` the
-    head is ``Linear(N*d, H*Q)`` over the token slots. Dropout (:class:`GroupDropout`, in every
-    encoder layer and before the head) shares one mask across the ``G`` patchings of a series.
+    The encoded tokens become step features ``(L, k)`` (``step_readout``, the ``copy``
+    readout) to which ``skip_projection`` adds every step's own local features; the head is
+    ``Linear(L*k, H*Q)``. Dropout (:class:`GroupDropout`, in every encoder layer and before the
+    head) shares one mask across the ``G`` patchings of a series.
 
-    With ``config.n_coarse_patches`` set (two levels) it also holds ``coarse_layers`` (as many
-    as ``layers``), ``coarse_norm``, a projection of the coarse patches' position features
-    (``coarse_position_proj``, when ``use_position``), and the head reads
-    ``(N + N2) * d`` features: the fine tokens after ``layers`` and the coarse tokens after
-    ``coarse_layers``. A single-level backbone has none of these, so its state dict and its
-    initial weights do not depend on the two-level option.
+    With two levels it also holds ``coarse_layers`` (as many as ``layers``), ``coarse_norm``,
+    a projection of the coarse patches' position features (``coarse_position_proj``) and
+    ``coarse_step_readout``. A single-level backbone has none of these, so its state dict and
+    its initial weights do not depend on the two-level option.
+
+    Parameters
+    ----------
+    config
+        The network's configuration: its backbone sizes, ``L``, ``H``, ``N`` (and ``N2``),
+        ``Q``, the budget and the covariate widths.
     """
 
-    def __init__(self, config: BackboneConfig) -> None:
+    def __init__(self, config: ReinPatchConfig) -> None:
         super().__init__()
         self.config = config
-        self.tokeniser = PatchTokeniser(config)
+        sizes = config.backbone
+        d = sizes.d_model
+        self.n_patches = config.n_patches
+        self.n_coarse_patches = config.n_coarse_patches
+        # An at-most budget leaves token slots unused: a slot whose start is ``L`` holds an
+        # empty patch, which attention masks and no step reads.
+        self.variable_tokens = config.budget == "at_most"
+        self.tokeniser = PatchTokeniser(d, sizes.resample_points)
         self.layers = nn.ModuleList(
-            EncoderLayer(config.d_model, config.n_heads, config.ff_multiplier * config.d_model,
-                         config.dropout)
-            for _ in range(config.n_layers)
+            EncoderLayer(d, sizes.n_heads, sizes.ff_multiplier * d, sizes.dropout)
+            for _ in range(sizes.n_layers)
         )
-        self.final_norm = nn.LayerNorm(config.d_model)
-        # Before the head (or the query readout's projection); it has no weights, so building
-        # it draws nothing and the weights a seed gives stay the same.
-        self.dropout = GroupDropout(config.dropout)
-        n_tokens = config.n_patches
-        if config.n_coarse_patches is not None:
+        self.final_norm = nn.LayerNorm(d)
+        # Before the head; it has no weights, so building it draws nothing and the weights a
+        # seed gives stay the same.
+        self.dropout = GroupDropout(sizes.dropout)
+        if self.n_coarse_patches is not None:
             # Only at two levels: building a module draws its initial weights from the global
             # generator, so the single-level weights of a seed must not depend on these.
             self.coarse_layers = nn.ModuleList(
-                EncoderLayer(config.d_model, config.n_heads,
-                             config.ff_multiplier * config.d_model, config.dropout)
-                for _ in range(config.n_layers)
+                EncoderLayer(d, sizes.n_heads, sizes.ff_multiplier * d, sizes.dropout)
+                for _ in range(sizes.n_layers)
             )
-            self.coarse_norm = nn.LayerNorm(config.d_model)
-            if config.use_position:
-                # A mean of fine tokens blurs where the coarse patch lies and how long it is;
-                # its own position features say it again.
-                self.coarse_position_proj = nn.Linear(
-                    4 * PatchTokeniser.n_frequencies, config.d_model
-                )
-            n_tokens += config.n_coarse_patches
-        if config.time_aligned:
-            width = config.step_width
-            self.step_readout = StepReadout(config.readout, config.d_model,
-                                            config.resample_points, width)
-            if config.n_coarse_patches is not None:
-                self.coarse_step_readout = StepReadout(config.readout, config.d_model,
-                                                       config.resample_points, width)
-            if config.readout_skip:
-                self.skip_projection = nn.Linear(config.d_model, width)
-            self.head = nn.Linear(config.input_length * width,
-                                  config.output_length * config.nr_params)
-        elif config.readout == "query":
-            self.query_readout = HorizonQueryReadout(config.d_model, config.n_heads,
-                                                     config.output_length, config.nr_params)
-        else:
-            self.head = nn.Linear(n_tokens * config.d_model,
-                                  config.output_length * config.nr_params)
+            self.coarse_norm = nn.LayerNorm(d)
+            # A mean of fine tokens blurs where the coarse patch lies and how long it is; its
+            # own position features say it again.
+            self.coarse_position_proj = nn.Linear(4 * PatchTokeniser.n_frequencies, d)
+        width = config.step_width
+        self.step_readout = StepReadout(d, width)
+        if self.n_coarse_patches is not None:
+            self.coarse_step_readout = StepReadout(d, width)
+        self.skip_projection = nn.Linear(d, width)
+        self.head = nn.Linear(config.input_length * width,
+                              config.output_length * config.nr_params)
         self.covariates = None
         if config.uses_covariates:
             # Built last and only with covariates: the other weights a seed draws stay those
             # of a network without covariates.
             self.covariates = CovariateEmbedding(
                 config.n_past_covariates, config.n_future_covariates,
-                config.n_static_covariates, config.d_model, config.nr_params,
+                config.n_static_covariates, d, config.nr_params,
             )
+
+    def local_features(self, x: Tensor) -> Tensor:
+        """The tokeniser's per-step features ``(R, L, d)`` of ``x`` ``(R, L)``, shared by every
+        patching of a series (token means and the per-step skip)."""
+        return self.tokeniser.local_features(x)
 
     def _coarse_tokens(self, fine: Tensor, x: Tensor, starts: Tensor,
                        coarse_starts: Tensor) -> Tensor:
@@ -499,10 +337,8 @@ class Backbone(nn.Module):
         rows, group, n_coarse = coarse_starts.shape
         token_starts = coarse_token_starts(starts, coarse_starts)  # (R, G, N2) in [0, N1)
         h = pool_tokens(fine, token_starts.reshape(rows * group, n_coarse))  # (R*G, N2, d)
-        if self.config.use_position:
-            position = self.tokeniser.position_features(coarse_starts, x.shape[-1])  # (R,G,N2,4F)
-            h = h + self.coarse_position_proj(position.to(h.dtype)).reshape(h.shape)
-        return h  # (R*G, N2, d)
+        position = self.tokeniser.position_features(coarse_starts, x.shape[-1])  # (R,G,N2,4F)
+        return h + self.coarse_position_proj(position.to(h.dtype)).reshape(h.shape)
 
     def forward(self, x: Tensor, starts: Tensor, local: Tensor | None = None,
                 coarse_starts: Tensor | None = None,
@@ -540,7 +376,7 @@ class Backbone(nn.Module):
         Tensor
             ``(R*G, H, Q)``.
         """
-        two_levels = self.config.n_coarse_patches is not None
+        two_levels = self.n_coarse_patches is not None
         if two_levels != (coarse_starts is not None):
             raise ReinPatchInputError(
                 "This backbone has two levels (n_coarse_patches set): pass coarse_starts."
@@ -575,22 +411,21 @@ class Backbone(nn.Module):
     def chunk_rows(self, rows: int, group: int, length: int, with_local: bool = True) -> int:
         """Series per chunk of a pass over ``rows`` series of ``group`` patchings each.
 
-        The widest activations per series are the feed-forward layer's ``G * N * d_ff`` and,
-        when the tokeniser computes them (``with_local``), the local features' ``L * d``.
+        The widest activations per series are the feed-forward layer's ``G * N * d_ff``, the
+        step features ``G * L * k`` and, when the tokeniser computes them (``with_local``),
+        the local features' ``L * d``.
         """
         config = self.config
-        n_tokens = max(config.n_patches, config.n_coarse_patches or 0)
-        per_row = group * n_tokens * config.d_model * max(config.ff_multiplier, 1)
-        if config.time_aligned:  # step features (L, k) and profiles (N, P*k <= d) per patching
-            per_row = max(per_row, group * length * config.step_width)
-        if config.readout == "query":  # the queries' features (H, d) per patching
-            per_row = max(per_row, group * config.output_length * config.d_model)
-        if with_local and config.use_local_mean:
-            per_row = max(per_row, length * config.d_model)
+        sizes = config.backbone
+        n_tokens = max(self.n_patches, self.n_coarse_patches or 0)
+        per_row = group * n_tokens * sizes.d_model * max(sizes.ff_multiplier, 1)
+        per_row = max(per_row, group * length * config.step_width)
+        if with_local:
+            per_row = max(per_row, length * sizes.d_model)
         return rows_per_chunk(self.chunk_elements, per_row)
 
     def _step_features(self, tokens: Tensor, coarse: Tensor | None, starts: Tensor,
-                       coarse_starts: Tensor | None, local: Tensor | None) -> Tensor:
+                       coarse_starts: Tensor | None, local: Tensor) -> Tensor:
         """Time-aligned features ``(R*G, L, k)`` of the encoded tokens.
 
         ``tokens`` ``(R*G, N, d)`` and ``coarse`` ``(R*G, N2, d)`` (two levels, else ``None``)
@@ -603,23 +438,20 @@ class Backbone(nn.Module):
         if coarse is not None:
             steps = steps + self.coarse_step_readout(
                 coarse, coarse_starts.reshape(rows * group, -1), length)  # (R*G, L, k)
-        if self.config.readout_skip:
-            skip = self.skip_projection(local)  # (R, L, k): the same for every patching
-            steps = (steps.reshape(rows, group, length, -1) + skip.unsqueeze(1)).flatten(0, 1)
-        return steps  # (R*G, L, k)
+        skip = self.skip_projection(local)  # (R, L, k): the same for every patching
+        return (steps.reshape(rows, group, length, -1) + skip.unsqueeze(1)).flatten(0, 1)
 
     def _forward(self, x: Tensor, starts: Tensor, local: Tensor | None,
                  coarse_starts: Tensor | None, past: Tensor | None = None,
                  future: Tensor | None = None, static: Tensor | None = None) -> Tensor:
         """:meth:`forward` on one chunk of series, ``(r*G, H, Q)``."""
         group = starts.shape[1]
-        two_levels = coarse_starts is not None
         rows = Covariates(past=past, future=future, static=static)
-        if local is None and self.config.use_local_mean:
+        if local is None:
             local = self.tokeniser.local_features(x)  # (R, L, d), shared by the tokens and the skip
         h = self.tokeniser(x, starts, local)  # (R*G, N, d)
         unused = None
-        if self.config.variable_tokens:
+        if self.variable_tokens:
             unused = (starts >= x.shape[-1]).flatten(0, 1)  # (R*G, N): empty slots
         if self.covariates is not None:
             offsets = self.covariates.token_offsets(rows, starts)  # (R, G|1, N|1, d)
@@ -628,29 +460,16 @@ class Backbone(nn.Module):
         for layer in self.layers:
             h = layer(h, group, unused)  # (R*G, N, d)
         coarse = None
-        if two_levels:
+        if coarse_starts is not None:
             # Pool the encoded (not the raw) fine tokens: each coarse token starts from what
             # its fine tokens learnt in context.
             coarse = self._coarse_tokens(h, x, starts, coarse_starts)  # (R*G, N2, d)
             for layer in self.coarse_layers:
                 coarse = layer(coarse, group)  # (R*G, N2, d)
             coarse = self.coarse_norm(coarse)  # (R*G, N2, d)
-        if self.config.readout == "query":
-            tokens = self.final_norm(h)  # (R*G, N, d)
-            if two_levels:
-                tokens = torch.cat([tokens, coarse], dim=1)  # (R*G, N+N2, d)
-            read = self.dropout(self.query_readout.attend(tokens), group)  # (R*G, H, d)
-            out = self.query_readout(read)  # (R*G, H, Q)
-        else:
-            if self.config.time_aligned:
-                flat = self._step_features(self.final_norm(h), coarse, starts, coarse_starts,
-                                           local).flatten(1)  # (R*G, L*k)
-            else:
-                flat = self.final_norm(h).flatten(1)  # (R*G, N*d)
-                if two_levels:
-                    flat = torch.cat([flat, coarse.flatten(1)], dim=1)  # (R*G, (N+N2)*d)
-            flat = self.dropout(flat, group)
-            out = self.head(flat)  # (R*G, H*Q)
+        flat = self._step_features(self.final_norm(h), coarse, starts, coarse_starts,
+                                   local).flatten(1)  # (R*G, L*k)
+        out = self.head(self.dropout(flat, group))  # (R*G, H*Q)
         out = out.reshape(-1, self.config.output_length, self.config.nr_params)  # (R*G, H, Q)
         if self.covariates is not None and self.covariates.n_future:
             horizon = self.covariates.horizon_offsets(rows)  # (R, H, Q)

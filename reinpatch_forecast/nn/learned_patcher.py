@@ -23,8 +23,8 @@ from torch import Tensor, nn
 from ..errors import ReinPatchInputError
 from .chunking import map_row_chunks, rows_per_chunk
 from .convolution import replicate_conv1d
-from .patcher_interface import Patcher, Patching, check_levels
-from .policies import BUDGET_SHARES, DEFAULT_POLICY, make_policy
+from .patcher_interface import Patcher, Patching, check_budget_rule, check_levels
+from .policies import BUDGET_SHARES, BoundaryPolicy, DensityPolicy
 
 #: The learned patcher's sizes when none are given: its convolutional encoder's width, depth and
 #: kernel (``LearnedPatcher``, ``ReinPatchConfig`` and the model options all read these).
@@ -32,8 +32,8 @@ DEFAULT_PATCHER_SIZES: dict[str, int] = {"hidden_size": 32, "n_layers": 4, "kern
 
 __all__ = ["LearnedPatcher", "POLICY_OPTIONS"]
 
-#: Settings of a :class:`LearnedPatcher`'s policy, besides its name and sizes.
-POLICY_OPTIONS = ("offset_penalty", "density_sigma", "density_knots", "min_length", "at_most")
+#: Settings of a :class:`LearnedPatcher`'s policy, besides its sizes.
+POLICY_OPTIONS = ("density_sigma", "density_knots", "min_length", "at_most")
 
 
 class _DilatedBlock(nn.Module):
@@ -63,11 +63,6 @@ class LearnedPatcher(Patcher):
 
     Parameters
     ----------
-    policy
-        ``"density"`` (the default: resolution reallocated across the window), ``"offset"``
-        (boundaries move a few steps around the uniform grid) or ``"topk"`` (the first
-        policy, kept as an ablation). With ``"offset"`` and ``"density"`` the score heads are
-        zero-initialised, so a new patcher decodes exactly the uniform grid.
     hidden_size
         Width of the conv stack.
     n_layers
@@ -77,15 +72,16 @@ class LearnedPatcher(Patcher):
     levels
         1, or 2 for a second, coarser set of starts nested in the first (a second score head,
         ``coarse_output``, on the same conv stack).
-    offset_penalty
-        ``kappa`` of the offset policy (and of every policy's coarse offsets but top-k's).
     density_sigma, density_knots, min_length
-        Exploration scale, cells per grid patch and shortest patch of the density policy.
+        Exploration scale, cells per grid patch and shortest patch of the density policy
+        (:class:`~reinpatch_forecast.nn.policies.DensityPolicy`).
     at_most
-        An at-most token budget (density policy, one level): a head on the time-pooled
-        features scores each share of :data:`~reinpatch_forecast.nn.policies.BUDGET_SHARES`,
-        each draw picks how many of the ``N`` slots it uses, and the unused slots start at
-        ``L``. The head starts at zero, so a new patcher decodes the full, uniform budget.
+        An at-most token budget (one level): a head on the time-pooled features scores each
+        share of :data:`~reinpatch_forecast.nn.policies.BUDGET_SHARES`, each draw picks how
+        many of the ``N`` slots it uses, and the unused slots start at ``L``.
+
+    The score heads start at zero, so a new patcher decodes exactly the uniform grid, with
+    the full budget.
 
     Notes
     -----
@@ -95,12 +91,14 @@ class LearnedPatcher(Patcher):
     averaged over the draws, whose candidate sets differ).
     """
 
-    def __init__(self, policy: str = DEFAULT_POLICY,
-                 hidden_size: int = DEFAULT_PATCHER_SIZES["hidden_size"],
+    #: The boundary policy's name (what plots and reports print).
+    policy_name = "density"
+
+    def __init__(self, hidden_size: int = DEFAULT_PATCHER_SIZES["hidden_size"],
                  n_layers: int = DEFAULT_PATCHER_SIZES["n_layers"],
                  kernel_size: int = DEFAULT_PATCHER_SIZES["kernel_size"], levels: int = 1,
-                 offset_penalty: float = 1.0, density_sigma: float = 0.5, density_knots: int = 4,
-                 min_length: int = 2, at_most: bool = False) -> None:
+                 density_sigma: float = 0.5, density_knots: int = 4, min_length: int = 2,
+                 at_most: bool = False) -> None:
         super().__init__()
         levels = check_levels(levels)
         if kernel_size < 1 or kernel_size % 2 == 0:
@@ -109,17 +107,16 @@ class LearnedPatcher(Patcher):
             )
         if hidden_size < 1 or n_layers < 0:
             raise ReinPatchInputError("hidden_size must be >= 1 and n_layers >= 0.")
-        self.policy_name = policy
-        self.policy = make_policy(policy, offset_penalty=offset_penalty,
-                                  density_sigma=density_sigma, density_knots=density_knots,
-                                  min_length=min_length)
+        if not isinstance(at_most, bool):
+            raise ReinPatchInputError(f"at_most must be True or False, got {at_most!r}.")
+        check_budget_rule("at_most" if at_most else "exact", "learned", levels)
         self.hidden_size = hidden_size
         self.n_layers = n_layers
         self.kernel_size = kernel_size
-        self.offset_penalty = float(offset_penalty)
         self.density_sigma = float(density_sigma)
         self.density_knots = int(density_knots)
         self.min_length = int(min_length)
+        self.policy = self._make_policy()
         self.input_proj = nn.Conv1d(2, hidden_size, kernel_size, padding="same",
                                     padding_mode="replicate")
         self.blocks = nn.ModuleList(
@@ -129,35 +126,32 @@ class LearnedPatcher(Patcher):
         self.levels = levels
         if levels == 2:
             self.coarse_output = nn.Conv1d(hidden_size, 1, 1)
-        if not isinstance(at_most, bool):
-            raise ReinPatchInputError(f"at_most must be True or False, got {at_most!r}.")
-        if at_most and (policy != "density" or levels != 1):
-            raise ReinPatchInputError(
-                f"An at-most token budget needs the density policy at one level, got "
-                f"policy={policy!r}, levels={levels}. Use policy='density' and levels=1, or the "
-                "exact budget."
-            )
         self.at_most = at_most
         if at_most:
             self.count_output = nn.Linear(hidden_size, len(BUDGET_SHARES))
-        if self.policy.zero_init:
-            # A zero score is the reference policy: the patcher starts at the uniform grid and
-            # moves a boundary only once the reward has paid for it.
-            for head in (self.output, getattr(self, "coarse_output", None),
-                         getattr(self, "count_output", None)):
-                if head is not None:
-                    nn.init.zeros_(head.weight)
-                    nn.init.zeros_(head.bias)
+        self._init_heads()
+
+    def _make_policy(self) -> BoundaryPolicy:
+        """The boundary policy the scores drive."""
+        return DensityPolicy(self.density_sigma, self.density_knots, self.min_length)
+
+    def _init_heads(self) -> None:
+        """Zero the score heads: a zero score is the reference policy, so the patcher starts at
+        the uniform grid and moves a boundary only once the reward has paid for it."""
+        for head in (self.output, getattr(self, "coarse_output", None),
+                     getattr(self, "count_output", None)):
+            if head is not None:
+                nn.init.zeros_(head.weight)
+                nn.init.zeros_(head.bias)
 
     def config(self) -> dict:
         """The constructor arguments (what :func:`~reinpatch_forecast.foundation.patcher_state`
         stores)."""
         return {
-            "policy": self.policy_name, "hidden_size": self.hidden_size,
-            "n_layers": self.n_layers, "kernel_size": self.kernel_size, "levels": self.levels,
-            "offset_penalty": self.offset_penalty, "density_sigma": self.density_sigma,
-            "density_knots": self.density_knots, "min_length": self.min_length,
-            "at_most": self.at_most,
+            "hidden_size": self.hidden_size, "n_layers": self.n_layers,
+            "kernel_size": self.kernel_size, "levels": self.levels,
+            "density_sigma": self.density_sigma, "density_knots": self.density_knots,
+            "min_length": self.min_length, "at_most": self.at_most,
         }
 
     def _features(self, x: Tensor) -> Tensor:

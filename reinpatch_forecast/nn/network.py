@@ -1,9 +1,5 @@
 """ReinPatchNetwork: a patcher and a backbone, trained jointly by GRPG.
 
-Over 500 lines for a reason: the forward pass and the GRPG training step share the row
-folding, the replayed randomness and the covariate handling that make a group's patchings
-comparable; splitting them would put one invariant in two files.
-
 Shape legend
 ------------
 B : batch (windows)
@@ -36,7 +32,7 @@ from .grpg import policy_loss, self_critical_advantages
 from .grid import uniform_starts
 from .learned_patcher import LearnedPatcher
 from .patchers import make_patcher
-from .patcher_interface import Patcher, Patching
+from .patcher_interface import Patcher, Patching, check_patcher_fits
 from .revin import InstanceStats, RevIN
 from .segments import patch_lengths
 
@@ -113,14 +109,11 @@ class ReinPatchNetwork(nn.Module):
     def __init__(self, config: ReinPatchConfig, patcher: Patcher | None = None) -> None:
         super().__init__()
         self.config = config
-        if patcher is not None and getattr(patcher, "levels", 1) != config.levels:
-            raise ReinPatchInputError(
-                f"The patcher has levels={getattr(patcher, 'levels', 1)} but the configuration "
-                f"has levels={config.levels}: build the patcher with levels={config.levels} "
-                "(a levels=1 patcher draws no coarse starts)."
-            )
+        if patcher is not None:
+            check_patcher_fits(getattr(patcher, "levels", 1), getattr(patcher, "at_most", False),
+                               config.levels, config.budget)
         self.revin = RevIN(config.n_channels, affine=config.revin_affine) if config.revin else None
-        self.backbone = Backbone(config.backbone)
+        self.backbone = self._make_backbone(config)
         # Common random numbers with a uniform-patch network of the same seed: the patcher's
         # initial weights and its sampling noise come from a fork of torch's global generator,
         # so the backbone's weights, the data order and the dropout masks are those the same
@@ -128,21 +121,23 @@ class ReinPatchNetwork(nn.Module):
         # exactly as uniform patches; every difference is one the patcher made.
         with torch.random.fork_rng(devices=[]):
             if patcher is None:
-                patcher = make_patcher(config.patcher, levels=config.levels,
-                                       **self._learned_settings(config))
+                patcher = self._make_patcher(config)
             self._sampling_seed = int(torch.randint(0, 2**62, (1,)))
         self.patcher = patcher
         self._generators: dict[torch.device, torch.Generator] = {}
 
     @staticmethod
-    def _learned_settings(config: ReinPatchConfig) -> dict:
-        """Constructor arguments of the learned patcher ``config`` names (none for a rule)."""
-        if config.patcher != "learned":
-            return {}
-        return dict(hidden_size=config.patcher_hidden_size, n_layers=config.patcher_layers,
-                    kernel_size=config.patcher_kernel_size, policy=config.policy,
-                    **{**(config.patcher_options or {}),
-                       "at_most": config.budget == "at_most"})
+    def _make_backbone(config: ReinPatchConfig) -> Backbone:
+        """The backbone ``config`` describes."""
+        return Backbone(config)
+
+    @staticmethod
+    def _make_patcher(config: ReinPatchConfig) -> Patcher:
+        """The patcher ``config.patcher`` names (built inside the forked generator)."""
+        if config.patcher.name != "learned":
+            return make_patcher(config.patcher.name, levels=config.levels)
+        return LearnedPatcher(levels=config.levels, at_most=config.budget == "at_most",
+                              **config.patcher.learned_settings())
 
     def sampling_generator(self, device: torch.device) -> torch.Generator:
         """The private generator of the patcher's samples on ``device`` (seeded at
@@ -313,16 +308,12 @@ class ReinPatchNetwork(nn.Module):
         sample_loss: Callable[[Tensor, Tensor], Tensor] | None = None,
         group_size: int | None = None,
         covariates: Covariates | None = None,
-        train_patcher: bool = True,
-        kl_coef: float | None = None,
     ) -> TrainingLosses:
         """Losses of one training step: the GRPG step.
 
         The patcher gives its decoded patching (the one validation and prediction use) and
-        ``G`` samples. The backbone trains on the decoded patching (and, with
-        ``config.sample_loss_weight`` ``w > 0``, on the samples too: ``(decode loss + w *
-        sample loss) / (1 + w)``; otherwise the samples are forecast without gradients). The
-        samples run under the same dropout masks as the decode, so a sample's
+        ``G`` samples. The backbone trains on the decoded patching; the samples are forecast
+        without gradients, under the same dropout masks as the decode, so a sample's
         reward differs from the decode's only by its patching. The advantage of a sample is
         its reward minus the decode's (a self-critical baseline), scaled by the standard
         deviation over the batch; the policy loss is ``-mean(A * log pi) + kl_coef * KL`` to
@@ -345,15 +336,10 @@ class ReinPatchNetwork(nn.Module):
             ``(S, H, C)``, whose mean over the horizon is a series' negative reward; default
             the squared error of the first parameter.
         group_size
-            ``G``; defaults to ``config.group_size``.
+            ``G``; defaults to ``config.training.group_size``.
         covariates
             The windows' covariates, as in :meth:`forward`; the decode and every sample read
             the same ones.
-        train_patcher
-            ``False`` trains the backbone alone on the decode, with no group drawn (the
-            warm-up epochs of :meth:`ReinPatchConfig.policy_schedule`).
-        kl_coef
-            The KL anchor's weight in this step; defaults to ``config.kl_coef``.
 
         Returns
         -------
@@ -367,24 +353,13 @@ class ReinPatchNetwork(nn.Module):
         batch, length, channels = x.shape
         patcher_input, backbone_input, stats = self._normalise(x)
         rows = _rows(covariates, channels)
-        if not (self.trains_patcher and train_patcher):
-            if isinstance(self.patcher, LearnedPatcher):
-                # A frozen policy trains the backbone on the boundaries it will predict with.
-                patching = self._decode(patcher_input)
-            else:
-                patching = self._sample(patcher_input, 1)
-            prediction = self._forecast(backbone_input, patching.starts, stats, batch, channels,
-                                        coarse_starts=patching.coarse_starts,
-                                        covariates=rows)[:, 0]
-            loss = backbone_loss(prediction, y)
-            zero = loss.new_zeros(())
-            return self._losses(loss, zero, prediction, -loss.detach(), zero, patching, zero)
+        if not self.trains_patcher:
+            return self._backbone_losses(backbone_input, patcher_input, stats, y, batch,
+                                         channels, rows, backbone_loss)
 
-        group = group_size or self.config.group_size
+        group = group_size or self.config.training.group_size
         decoded, samples = self._explore(patcher_input, group)  # starts (R, 1, N), (R, G, N)
-        local = None
-        if self.config.use_local_mean:
-            local = self.backbone.tokeniser.local_features(backbone_input)  # (R, L, d)
+        local = self.backbone.local_features(backbone_input)  # (R, L, d)
         # Both passes split the rows into the same chunks, so they draw the same masks.
         chunk_rows = self.backbone.chunk_rows(batch * channels, group, length, with_local=False)
         with _replayed_randomness(x.device, enabled=self.training):
@@ -392,29 +367,45 @@ class ReinPatchNetwork(nn.Module):
                 backbone_input, decoded.starts, stats, batch, channels, local,
                 decoded.coarse_starts, chunk_rows, rows,
             )[:, 0]  # (B, H, C, Q)
-        weight = self.config.sample_loss_weight
-        with torch.set_grad_enabled(weight > 0 and torch.is_grad_enabled()):
+        with torch.no_grad():
             sampled = self._forecast(
                 backbone_input, samples.starts, stats, batch, channels, local,
                 samples.coarse_starts, chunk_rows, rows,
             )  # (B, G, H, C, Q)
         loss = backbone_loss(prediction, y)
-
-        # The decode's loss is in `loss` already; the samples keep their gradient only when
-        # the backbone trains on them.
         forecasts = torch.cat([prediction.detach().unsqueeze(1), sampled], dim=1)  # (B,1+G,..)
         targets = y.unsqueeze(1).expand(-1, group + 1, -1, -1)  # (B, 1+G, H, C)
         per_element = sample_loss(forecasts.flatten(0, 1), targets.flatten(0, 1))  # (S, H, C)
-        if weight > 0:
-            # The backbone also learns to read the sampled patchings, so a move of the policy
-            # is judged by a backbone that has seen such moves, not only the decode.
-            sampled_loss = per_element.reshape(batch, group + 1, -1)[:, 1:].mean()
-            loss = (loss + weight * sampled_loss) / (1 + weight)
+        return self._grpg_losses(loss, per_element, prediction, decoded, samples, batch,
+                                 channels, group, self.config.training.kl_coef)
+
+    def _backbone_losses(self, backbone_input: Tensor, patcher_input: Tensor,
+                         stats: InstanceStats | None, y: Tensor, batch: int, channels: int,
+                         rows: Covariates | None,
+                         backbone_loss: Callable[[Tensor, Tensor], Tensor]) -> TrainingLosses:
+        """Losses of a step that trains the backbone alone, on the patcher's patching (a fresh
+        draw for ``"random"``, the decode otherwise), with no group drawn."""
+        if isinstance(self.patcher, LearnedPatcher):
+            # A frozen policy trains the backbone on the boundaries it will predict with.
+            patching = self._decode(patcher_input)
+        else:
+            patching = self._sample(patcher_input, 1)
+        prediction = self._forecast(backbone_input, patching.starts, stats, batch, channels,
+                                    coarse_starts=patching.coarse_starts,
+                                    covariates=rows)[:, 0]
+        loss = backbone_loss(prediction, y)
+        zero = loss.new_zeros(())
+        return self._losses(loss, zero, prediction, -loss.detach(), zero, patching, zero)
+
+    def _grpg_losses(self, loss: Tensor, per_element: Tensor, prediction: Tensor,
+                     decoded: Patching, samples: Patching, batch: int, channels: int,
+                     group: int, kl_coef: float) -> TrainingLosses:
+        """The GRPG losses from the backbone's ``loss`` and the per-element losses
+        ``(B*(1+G), H, C)`` of the decode (first of each series' ``1 + G``) and the samples."""
         rewards = -per_element.detach().mean(dim=1).reshape(batch, group + 1, channels)
         rewards = rewards.transpose(1, 2).reshape(batch * channels, group + 1)  # (R, 1+G)
         advantages = self_critical_advantages(rewards[:, 1:], rewards[:, 0])  # (R, G)
-        anchor = self.config.kl_coef if kl_coef is None else kl_coef
-        policy = policy_loss(advantages, samples.log_prob, decoded.kl, anchor)
+        policy = policy_loss(advantages, samples.log_prob, decoded.kl, kl_coef)
         return self._losses(loss, policy.loss, prediction, rewards[:, 0].mean(),
                             (rewards[:, 1:] - rewards[:, :1]).mean(), decoded,
                             decoded.entropy.detach().mean())

@@ -18,10 +18,15 @@ from torch import Tensor, nn
 
 from ..errors import ReinPatchInputError
 
-__all__ = ["PATCHER_NAMES", "Patching", "Patcher", "check_levels"]
+__all__ = ["PATCHER_NAMES", "BUDGETS", "Patching", "Patcher", "check_levels", "check_budget_rule",
+           "check_patcher_fits"]
 
 #: The patchers :func:`~reinpatch_forecast.nn.patchers.make_patcher` builds by name.
 PATCHER_NAMES = ("learned", "uniform", "random", "volatility")
+
+#: How the compression rate bounds the tokens: ``"exact"`` (``N`` patches for every series) or
+#: ``"at_most"`` (the learned patcher also picks how many of the ``N`` slots it uses).
+BUDGETS = ("exact", "at_most")
 
 
 @dataclass
@@ -62,6 +67,49 @@ def check_levels(levels: int) -> int:
             f"got {levels!r}."
         )
     return int(levels)
+
+
+def check_budget_rule(budget: str, patcher: str, levels: int) -> None:
+    """Raise a ``ValueError`` unless ``budget`` is one of :data:`BUDGETS` and fits the rest.
+
+    An at-most budget needs the learned patcher (a fixed rule always uses ``N`` patches) at
+    one level (the coarse level has no unused slots to mask).
+    """
+    if budget not in BUDGETS:
+        raise ReinPatchInputError(
+            f"Unknown budget {budget!r}: use 'exact' (N patches for every series) or "
+            "'at_most' (the learned patcher may use fewer)."
+        )
+    if budget != "at_most":
+        return
+    problems = []
+    if patcher != "learned":
+        problems.append(f"patcher={patcher!r} (a fixed rule always uses N patches)")
+    if levels != 1:
+        problems.append(f"levels={levels}")
+    if problems:
+        raise ReinPatchInputError(
+            "budget='at_most' needs the learned patcher at one level; got "
+            f"{', '.join(problems)}. Use budget='exact', or the learned patcher with levels=1."
+        )
+
+
+def check_patcher_fits(patcher_levels: int, patcher_at_most: bool, levels: int,
+                       budget: str) -> None:
+    """Raise a ``ValueError`` unless a given patcher (its ``levels`` and whether it was built
+    for an at-most budget) fits a network of ``levels`` and ``budget``."""
+    if patcher_levels != levels:
+        raise ReinPatchInputError(
+            f"The given patcher has levels={patcher_levels} but the model has levels={levels}: "
+            "a patcher draws as many boundary levels as it was built for. Use a patcher with "
+            f"levels={levels} (the shipped one has levels=1), or a new learned patcher."
+        )
+    if patcher_at_most != (budget == "at_most"):
+        raise ReinPatchInputError(
+            f"The given patcher was built for {'an at-most' if patcher_at_most else 'an exact'} "
+            f"token budget, but budget={budget!r}: pass "
+            f"budget={'at_most' if patcher_at_most else 'exact'!r}."
+        )
 
 
 class Patcher(nn.Module):

@@ -37,7 +37,6 @@ from ..errors import ReinPatchInputError
 from .grid import uniform_starts
 from .learned_patcher import POLICY_OPTIONS, LearnedPatcher
 from .patcher_interface import PATCHER_NAMES, Patcher, Patching, check_levels
-from .policies import DEFAULT_POLICY, POLICY_NAMES, plackett_luce_log_prob
 
 __all__ = [
     "Patching",
@@ -46,13 +45,10 @@ __all__ = [
     "UniformPatcher",
     "RandomPatcher",
     "VolatilityPatcher",
-    "plackett_luce_log_prob",
     "uniform_starts",
     "make_patcher",
     "PATCHER_NAMES",
-    "POLICY_NAMES",
     "POLICY_OPTIONS",
-    "DEFAULT_POLICY",
 ]
 
 
@@ -204,8 +200,8 @@ def make_patcher(name: str, levels: int = 1, **learned_kwargs) -> Patcher:
     levels
         1, or 2 for a patcher that also draws nested coarse starts.
     **learned_kwargs
-        Constructor arguments of :class:`LearnedPatcher` (``policy``, sizes; ignored by the
-        reference patchers).
+        Constructor arguments of :class:`LearnedPatcher` (sizes and density settings; ignored
+        by the reference patchers).
     """
     if name == "learned":
         return LearnedPatcher(levels=levels, **learned_kwargs)

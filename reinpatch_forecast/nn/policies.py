@@ -6,24 +6,14 @@ takes its mode (validation and prediction), and reports the exact log-probabilit
 draw, its entropy and its KL divergence to the policy's *reference* (the distribution of an
 all-zero score, centred on the uniform grid):
 
-- :class:`OffsetPolicy` (``"offset"``): every interior boundary of the uniform grid moves by
-  a categorical offset within its radius (:func:`~reinpatch_forecast.nn.grid.offset_candidates`).
-- :class:`DensityPolicy` (``"density"``, the default): a Gaussian action on per-cell log-densities;
-  boundaries sit at the quantiles of the cumulative density. It can move boundaries far from
-  the grid (reallocate resolution across the window).
-- :class:`TopKPolicy` (``"topk"``): an ablation, Gumbel-top-k over all positions with the
-  Plackett–Luce log-probability. Kept as the ablation of the benchmark.
+The package's policy is :class:`DensityPolicy`: a Gaussian action on per-cell log-densities;
+boundaries sit at the quantiles of the cumulative density, so it can move boundaries far from
+the grid (reallocate resolution across the window). At two levels, the coarse boundaries are
+categorical offsets of the uniform grid on the *fine-token* axis (a coarse patch is a run of
+whole fine patches, nested by construction; :func:`coarse_offsets`).
 
-At two levels, the coarse boundaries of the offset and density policies are offsets of the
-uniform grid on the *fine-token* axis (a coarse patch is a run of whole fine patches, nested by
-construction); the top-k policy draws them by Gumbel-top-k among the fine starts.
-
-With a zero score (the zero-initialised head of a new patcher) the mode of the offset and
-density policies is exactly :func:`~reinpatch_forecast.nn.grid.uniform_starts`.
-
-Over 500 lines for a reason: the three policies implement one contract (draw, mode,
-log-probability, entropy, KL to the reference) and share its helpers; side by side, a change
-to the contract is made to all three at once.
+With a zero score (the zero-initialised head of a new patcher) the mode is exactly
+:func:`~reinpatch_forecast.nn.grid.uniform_starts`.
 
 The density policy also takes an *at-most* token budget (the paper's minimum compression
 rate): a categorical action picks a share of the ``N`` slots (:data:`BUDGET_SHARES`), the
@@ -45,7 +35,6 @@ L : lookback length
 N : patches, ``k = N - 1`` interior boundaries (``N1``/``N2`` and ``k1``/``k2`` at two levels)
 D : offsets per boundary
 K : density cells, ``N * knots``
-M : top-k candidate positions, ``L - 1``
 S : budget shares, ``len(BUDGET_SHARES)``
 """
 
@@ -63,17 +52,8 @@ from ..errors import ReinPatchInputError
 from .grid import offset_candidates, uniform_gaps, uniform_start_values, uniform_starts
 from .segments import insertion_points
 
-__all__ = ["POLICY_NAMES", "DEFAULT_POLICY", "BUDGET_SHARES", "budget_counts", "PolicyDraw",
-           "BoundaryPolicy", "OffsetPolicy", "DensityPolicy",
-           "TopKPolicy", "make_policy", "plackett_luce_log_prob", "gumbel"]
-
-POLICY_NAMES = ("offset", "density", "topk")
-
-#: The policy of a new learned patcher. Both ``"offset"`` and ``"density"`` tie uniform patches
-#: on ETTh1 (they keep the grid there); only the density policy can move boundaries far from
-#: the grid, which pays where local events carry the signal (the synthetic spike task, series
-#: close to a random walk). Measurements: ``benchmarks/results/``.
-DEFAULT_POLICY = "density"
+__all__ = ["BUDGET_SHARES", "budget_counts", "PolicyDraw", "BoundaryPolicy", "DensityPolicy",
+           "coarse_offsets", "gumbel"]
 
 #: Shares of the ``N`` token slots an at-most budget may use, the full budget first: a new
 #: patcher's zero budget score ties every share, and its mode (the first) is the exact budget.
@@ -114,44 +94,6 @@ def gumbel(shape: tuple[int, ...], like: Tensor,
     uniform = torch.rand(shape, device=like.device, dtype=like.dtype, generator=generator)
     tiny = torch.finfo(like.dtype).tiny
     return -torch.log(-torch.log(uniform.clamp(min=tiny, max=1.0 - 1e-7)))
-
-
-def plackett_luce_log_prob(logits: Tensor, order: Tensor) -> Tensor:
-    """Log-probability of an ordered draw without replacement from ``softmax(logits)``.
-
-    ``log p = sum_i [ z_{a_i} - log sum_{m not in a_1..a_{i-1}} exp(z_m) ]``: the Plackett–Luce
-    likelihood of the order. Gumbel-top-k samples exactly this distribution.
-
-    Parameters
-    ----------
-    logits
-        ``(R, M)``: one candidate set shared by the ``G`` draws of a row; or ``(R, G, M)``: a
-        candidate set per draw.
-    order
-        ``(R, G, k)`` int64 indices into the last axis of ``logits``, distinct within a draw,
-        in the order they were drawn.
-
-    Returns
-    -------
-    Tensor
-        ``(R, G)``.
-    """
-    rows, group, n_drawn = order.shape
-    if n_drawn == 0:
-        return logits.new_zeros(rows, group)
-    if logits.dim() == 3:
-        chosen = logits.gather(-1, order)  # (R, G, k)
-        never_drawn = logits.scatter(-1, order, -math.inf)  # (R, G, M)
-    else:
-        chosen = logits.gather(1, order.reshape(rows, group * n_drawn)).reshape(order.shape)
-        never_drawn = logits.unsqueeze(1).expand(rows, group, -1).scatter(-1, order, -math.inf)
-    # The mass left before step i is the mass never drawn plus the mass of draws i..k-1, both
-    # summed in log space: subtracting the drawn mass from the total loses all precision in
-    # float32 once the policy is confident.
-    log_never_drawn = torch.logsumexp(never_drawn, dim=-1, keepdim=True)  # (R, G, 1)
-    log_drawn_from_i = torch.logcumsumexp(chosen.flip(-1), dim=-1).flip(-1)  # (R, G, k)
-    log_remaining = torch.logaddexp(log_never_drawn, log_drawn_from_i)  # (R, G, k)
-    return (chosen - log_remaining).sum(dim=-1)  # (R, G)
 
 
 def _running_max(values: Tensor) -> Tensor:
@@ -234,8 +176,8 @@ def _categorical_offsets(scores: Tensor, grid: list[int], size: int, penalty: fl
     return F.pad(slots, (1, 0), value=0), log_prob, entropy, kl
 
 
-def _coarse_offsets(coarse_scores: Tensor, starts: Tensor, n_coarse: int, penalty: float,
-                    sample: bool, generator: torch.Generator | None = None) -> PolicyDraw:
+def coarse_offsets(coarse_scores: Tensor, starts: Tensor, n_coarse: int, penalty: float,
+                   sample: bool, generator: torch.Generator | None = None) -> PolicyDraw:
     """Coarse starts as offsets of the uniform grid on the fine-token axis.
 
     Parameters
@@ -267,9 +209,6 @@ def _coarse_offsets(coarse_scores: Tensor, starts: Tensor, n_coarse: int, penalt
 class BoundaryPolicy:
     """Interface: scores to draws of one or two levels of boundaries."""
 
-    #: Whether the patcher's score heads start at zero (the mode is then the uniform grid).
-    zero_init: bool = True
-
     def draw(self, scores: Tensor, n_patches: int, group: int, sample: bool,
              generator: torch.Generator | None = None) -> PolicyDraw:
         """Level-1 draws from ``scores`` ``(R, L)``: ``group`` samples, or the mode (``G = 1``).
@@ -282,36 +221,6 @@ class BoundaryPolicy:
                     sample: bool, generator: torch.Generator | None = None) -> PolicyDraw:
         """Level-2 starts among the fine ``starts`` ``(R, G, N1)`` of every draw."""
         raise NotImplementedError
-
-
-class OffsetPolicy(BoundaryPolicy):
-    """Per-boundary categorical offsets around the uniform grid.
-
-    Parameters
-    ----------
-    penalty
-        ``kappa``: the logit of offset ``delta`` is lowered by ``kappa * |delta|``, so a zero
-        score keeps every boundary on the grid and a boundary moves only where the score pays
-        for the distance.
-    """
-
-    def __init__(self, penalty: float = 1.0) -> None:
-        if not penalty >= 0:
-            raise ReinPatchInputError(f"The offset penalty must be >= 0, got {penalty}.")
-        self.penalty = float(penalty)
-
-    def draw(self, scores: Tensor, n_patches: int, group: int, sample: bool,
-             generator: torch.Generator | None = None) -> PolicyDraw:
-        length = scores.shape[-1]
-        grid = uniform_start_values(length, n_patches)  # N starts
-        starts, log_prob, entropy, kl = _categorical_offsets(
-            scores, grid, length, self.penalty, group if sample else 1, sample, generator
-        )
-        return PolicyDraw(starts=starts, log_prob=log_prob, entropy=entropy, kl=kl)
-
-    def draw_coarse(self, coarse_scores: Tensor, starts: Tensor, n_coarse: int,
-                    sample: bool, generator: torch.Generator | None = None) -> PolicyDraw:
-        return _coarse_offsets(coarse_scores, starts, n_coarse, self.penalty, sample, generator)
 
 
 @dataclass
@@ -513,74 +422,4 @@ class DensityPolicy(BoundaryPolicy):
 
     def draw_coarse(self, coarse_scores: Tensor, starts: Tensor, n_coarse: int,
                     sample: bool, generator: torch.Generator | None = None) -> PolicyDraw:
-        return _coarse_offsets(coarse_scores, starts, n_coarse, 1.0, sample, generator)
-
-
-class TopKPolicy(BoundaryPolicy):
-    """An ablation: ``N - 1`` starts by Gumbel-top-k over positions ``1 .. L-1``.
-
-    The log-probability is the Plackett–Luce likelihood of the draw's order. The reference is
-    the uniform softmax over positions, and the KL reported is that of the first pick,
-    ``log M - entropy`` (the KL of the whole ordered draw has no closed form). Its score head
-    is not zero-initialised (zero scores would tie every position); decoding takes the
-    ``N - 1`` largest scores, which clusters boundaries where the scores peak.
-    """
-
-    zero_init = False
-
-    @staticmethod
-    def _top_k(candidates: Tensor, n_choose: int, group: int, sample: bool,
-               generator: torch.Generator | None = None,
-               ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        """Order ``(R, G, n_choose)``, log-probability ``(R, G)``, entropy and KL ``(R,)``."""
-        log_p = torch.log_softmax(candidates, dim=-1)  # (R, [G,] M)
-        entropy = -(log_p.exp() * log_p).sum(dim=-1)  # (R, [G])
-        kl = math.log(candidates.shape[-1]) - entropy
-        per_draw = candidates.dim() == 3
-        if per_draw:
-            entropy, kl = entropy.mean(dim=1), kl.mean(dim=1)
-            scores = candidates.detach()  # (R, G, M)
-        else:
-            scores = candidates.detach().unsqueeze(1).expand(-1, group, -1)  # (R, G, M)
-        if sample:
-            scores = scores + gumbel(tuple(scores.shape), candidates, generator)
-        # topk returns the indices in decreasing score: the order of the draw.
-        order = scores.topk(n_choose, dim=-1).indices  # (R, G, n_choose)
-        return order, plackett_luce_log_prob(candidates, order), entropy, kl
-
-    def draw(self, scores: Tensor, n_patches: int, group: int, sample: bool,
-             generator: torch.Generator | None = None) -> PolicyDraw:
-        order, log_prob, entropy, kl = self._top_k(
-            scores[:, 1:], n_patches - 1, group if sample else 1, sample, generator
-        )  # position 0 always starts a patch
-        positions = torch.sort(order, dim=-1).values + 1  # (R, G, k)
-        return PolicyDraw(starts=F.pad(positions, (1, 0), value=0), log_prob=log_prob,
-                          entropy=entropy, kl=kl)
-
-    def draw_coarse(self, coarse_scores: Tensor, starts: Tensor, n_coarse: int,
-                    sample: bool, generator: torch.Generator | None = None) -> PolicyDraw:
-        rows = starts.shape[0]
-        positions = starts[..., 1:]  # (R, G, k1): position 0 is a coarse start anyway
-        candidates = coarse_scores.gather(1, positions.reshape(rows, -1)).reshape(
-            positions.shape)  # (R, G, k1)
-        order, log_prob, entropy, kl = self._top_k(candidates, n_coarse - 1, 1, sample,
-                                                   generator)
-        chosen = positions.gather(-1, order)  # (R, G, k2)
-        coarse = F.pad(torch.sort(chosen, dim=-1).values, (1, 0), value=0)  # (R, G, N2)
-        return PolicyDraw(starts=coarse, log_prob=log_prob, entropy=entropy, kl=kl)
-
-
-def make_policy(name: str, offset_penalty: float = 1.0, density_sigma: float = 0.5,
-                density_knots: int = 4, min_length: int = 2) -> BoundaryPolicy:
-    """Build a policy from its name (one of :data:`POLICY_NAMES`) and its settings."""
-    if name == "offset":
-        return OffsetPolicy(offset_penalty)
-    if name == "density":
-        return DensityPolicy(density_sigma, density_knots, min_length)
-    if name == "topk":
-        return TopKPolicy()
-    raise ReinPatchInputError(
-        f"Unknown policy {name!r}: use 'offset' (boundaries move a few steps around the "
-        "uniform grid), 'density' (resolution reallocated across the window) or 'topk' "
-        "(Gumbel-top-k over all positions, an ablation)."
-    )
+        return coarse_offsets(coarse_scores, starts, n_coarse, 1.0, sample, generator)

@@ -57,16 +57,16 @@ class RevIN(nn.Module):
     -----
     Why relative: an absolute floor sets a scale of its own. With ``eps = 1e-5`` added to the
     variance, every series whose standard deviation is far below ``sqrt(eps) ~ 3e-3`` (data in
-    small units, ~1e-12) was normalised as if it were constant and forecast with a spread of
-    ~1e-3, whatever its own scale. Below ``rms = 0.1`` the floor now shrinks with the square of
+    small units, ~1e-12) would be normalised as if it were constant and forecast with a spread
+    of ~1e-3, whatever its own scale. Below ``rms = 0.1`` the floor shrinks with the square of
     the series' scale (level and spread together, both in the series' units), so there a
-    series ``x`` and ``1e-12 * x`` normalise alike: each as the former absolute floor treated
+    series ``x`` and ``1e-12 * x`` normalise alike: each as an absolute floor of ``eps`` treats
     a series at ``rms = 0.1`` (a floor of ``1e-3 * rms**2``).
 
-    Why capped at ``eps`` from ``rms = 0.1`` up: there the floor is exactly the former one, so
-    ordinary data (a standardised series, whose windows have an rms near 1) normalise bit for
-    bit as before and trained models keep their forecasts; and a large level is not mistaken
-    for noise, as an uncapped ``1e-3 * rms**2`` would flatten a series at 300 +- 0.5.
+    Why capped at ``eps`` from ``rms = 0.1`` up: there the floor is the plain ``eps``, so
+    ordinary data (a standardised series, whose windows have an rms near 1) normalise as with
+    the usual RevIN; and a large level is not mistaken for noise, as an uncapped
+    ``1e-3 * rms**2`` would flatten a series at 300 +- 0.5.
     """
 
     def __init__(self, n_channels: int = 1, affine: bool = False, eps: float = 1e-5) -> None:

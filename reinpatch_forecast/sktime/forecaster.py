@@ -244,7 +244,6 @@ class ReinPatchForecaster(BaseForecaster):
         levels: int = ModelOptions.levels,
         patcher: Any = ModelOptions.patcher,
         patcher_init: Any = ModelOptions.patcher_init,
-        policy: str | None = ModelOptions.policy,
         budget: str = ModelOptions.budget,
         d_model: int = ModelOptions.d_model,
         n_heads: int = ModelOptions.n_heads,
@@ -252,13 +251,8 @@ class ReinPatchForecaster(BaseForecaster):
         dropout: float = ModelOptions.dropout,
         resample_points: int | None = ModelOptions.resample_points,
         revin_affine: bool = ModelOptions.revin_affine,
-        readout: str = ModelOptions.readout,
-        readout_skip: bool | None = ModelOptions.readout_skip,
         group_size: int = TrainingOptions.group_size,
         kl_coef: float = TrainingOptions.kl_coef,
-        kl_schedule: str = TrainingOptions.kl_schedule,
-        patcher_warmup: int = TrainingOptions.patcher_warmup,
-        sample_loss_weight: float = TrainingOptions.sample_loss_weight,
         patcher_lr: float | None = TrainingOptions.patcher_lr,
         batch_size: int = 32,
         n_epochs: int = 100,
@@ -275,7 +269,6 @@ class ReinPatchForecaster(BaseForecaster):
         self.levels = levels
         self.patcher = patcher
         self.patcher_init = patcher_init
-        self.policy = policy
         self.budget = budget
         self.d_model = d_model
         self.n_heads = n_heads
@@ -283,13 +276,8 @@ class ReinPatchForecaster(BaseForecaster):
         self.dropout = dropout
         self.resample_points = resample_points
         self.revin_affine = revin_affine
-        self.readout = readout
-        self.readout_skip = readout_skip
         self.group_size = group_size
         self.kl_coef = kl_coef
-        self.kl_schedule = kl_schedule
-        self.patcher_warmup = patcher_warmup
-        self.sample_loss_weight = sample_loss_weight
         self.patcher_lr = patcher_lr
         self.batch_size = batch_size
         self.n_epochs = n_epochs
@@ -336,14 +324,14 @@ class ReinPatchForecaster(BaseForecaster):
             raise ReinPatchInputError(
                 f"n_epochs must be a positive integer, got {self.n_epochs!r}."
             )
-        from ..nn import DEFAULT_POLICY, PATCHER_NAMES
+        from ..nn import PATCHER_NAMES
 
         if isinstance(self.patcher, str) and self.patcher in PATCHER_NAMES:
             # the horizon is not known before fit; any valid one checks the other sizes. A
-            # pretrained patcher (and its policy) is checked by the darts model at fit.
+            # pretrained patcher is checked by the darts model at fit.
             model, training = options_from(self.get_params(deep=False))
             build_network_config(model, training, self.input_chunk_length, output_length=1,
-                                 policy=self.policy or DEFAULT_POLICY, patcher_name=self.patcher)
+                                 patcher_name=self.patcher)
 
     # -- darts model ------------------------------------------------------------------------
     def _seed(self) -> int | None:

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reinpatch_forecast.cli import build_parser, main
+from reinpatch_forecast.cli import main
 
 TINY = ["--lookback", "24", "--horizon", "6", "--epochs", "1", "--compression-rate", "4",
         "--group-size", "4", "--d-model", "8", "--n-heads", "2", "--n-layers", "1", "--quiet"]
@@ -54,25 +54,17 @@ def test_fit_saves_a_model(workspace):
     assert Path(f"{workspace['model']}.ckpt").is_file()
 
 
-def test_fit_passes_policy_and_kl_coef(tmp_path, capsys):
+def test_fit_passes_kl_coef(tmp_path, capsys):
     from reinpatch_forecast.darts import ReinPatchModel
 
     csv = _write_csv(tmp_path / "data.csv")
     out = tmp_path / "density.pt"
     code = main(["fit", "--csv", str(csv), "--target", "load", "--out", str(out), *TINY,
-                 "--policy", "density", "--kl-coef", "0.25"])
+                 "--kl-coef", "0.25"])
     assert code == 0
     assert "learned patcher (density policy)" in capsys.readouterr().out
     config = ReinPatchModel.load(str(out)).model.network.config
-    assert (config.policy, config.kl_coef, config.group_size) == ("density", 0.25, 4)
-
-
-def test_cli_policies_are_the_networks():
-    from reinpatch_forecast.nn import POLICY_NAMES
-
-    fit = build_parser()._subparsers._group_actions[0].choices["fit"]
-    policy = next(action for action in fit._actions if action.dest == "policy")
-    assert set(policy.choices) == set(POLICY_NAMES)
+    assert (config.training.kl_coef, config.training.group_size) == (0.25, 4)
 
 
 def test_predict_writes_a_csv_with_dates_and_targets(workspace, tmp_path, capsys):
@@ -206,7 +198,7 @@ def test_damaged_and_missing_model_files(workspace, tmp_path, capsys):
         (["fit", "--csv", "x.csv", "--target", "a,,b", "--lookback", "24", "--horizon", "6",
           "--out", "m.pt"], "comma-separated"),
         (["fit", "--csv", "x.csv", "--target", "a", "--lookback", "24", "--horizon", "6",
-          "--out", "m.pt", "--policy", "greedy"], "--policy: invalid choice: 'greedy'"),
+          "--out", "m.pt", "--policy", "density"], "unrecognized arguments: --policy"),
         (["fit", "--csv", "x.csv", "--target", "a", "--lookback", "24", "--horizon", "6",
           "--out", "m.pt", "--kl-coef", "-1"], "--kl-coef: expected a number >= 0"),
         (["fit", "--csv", "x.csv", "--target", "a", "--lookback", "24", "--horizon", "6",
@@ -256,26 +248,26 @@ def test_pretrain_patcher_writes_a_loadable_patcher(tmp_path, capsys):
     assert patcher.hidden_size == 32 and patcher.policy_name == "density"
 
 
-def test_pretrain_patcher_with_a_policy(tmp_path, monkeypatch, capsys):
-    """--policy and --kl-coef reach pretrain_patcher (called with a stub: no training)."""
+def test_pretrain_patcher_with_a_kl_coef(tmp_path, monkeypatch, capsys):
+    """--kl-coef reaches pretrain_patcher (called with a stub: no training)."""
     from reinpatch_forecast import foundation
     from reinpatch_forecast.patcher_io import load_patcher
     from reinpatch_forecast.nn import LearnedPatcher
+    from reinpatch_forecast.patcher_io import load_patcher
 
     seen = {}
 
     def fake_pretrain(corpus, **kwargs):
         seen.update(kwargs)
         return foundation.PretrainResult(
-            patcher=LearnedPatcher(policy=kwargs["policy"], hidden_size=4, n_layers=1),
+            patcher=LearnedPatcher(hidden_size=4, n_layers=1),
             history=[], n_series=len(corpus), n_train_windows=0, settings=kwargs)
 
     monkeypatch.setattr(foundation, "pretrain_patcher", fake_pretrain)
     out = tmp_path / "density.pt"
-    code = main(["pretrain-patcher", "--out", str(out), "--policy", "density", "--kl-coef",
-                 "0.3", "--quiet"])
+    code = main(["pretrain-patcher", "--out", str(out), "--kl-coef", "0.3", "--quiet"])
     assert code == 0, capsys.readouterr().err
-    assert (seen["policy"], seen["kl_coef"], seen["group_size"]) == ("density", 0.3, 4)
+    assert (seen["kl_coef"], seen["group_size"]) == (0.3, 4) and "policy" not in seen
     assert "uniform_prior" not in seen and "entropy_coef" not in seen
     assert load_patcher(out).policy_name == "density"
 

@@ -33,7 +33,7 @@ def test_same_seed_same_bytes_save_load_and_boundaries(make_model, series, tmp_p
 
 
 @pytest.mark.parametrize("bad", [dict(budget="at_most", patcher="uniform"),
-                                 dict(budget="at_most", readout="flatten"),
+                                 dict(budget="at_most", levels=2, compression_rate=(4, 2)),
                                  dict(budget="sometimes")])
 def test_darts_model_refuses_bad_budgets_at_construction(bad):
     with pytest.raises(ValueError, match="budget"):

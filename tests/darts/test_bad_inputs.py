@@ -216,8 +216,8 @@ CASES = [
          lambda ctx: ctx.make(patcher="learned", group_size=1).fit(
              darts_series(sine_values(60))).predict(3),
          check=finite_forecast),
-    Case("unknown_policy", lambda ctx: ctx.make(policy="greedy"), ValueError,
-         r"Unknown policy 'greedy'"),
+    Case("policy_is_not_an_argument", lambda ctx: ctx.make(policy="greedy"), ValueError,
+         r"no args/kwargs .*policy"),
     Case("group_size_1_is_fine_with_uniform_patcher",
          lambda ctx: ctx.make(patcher="uniform", group_size=1).fit(
              darts_series(sine_values(60))).predict(3),

@@ -106,10 +106,8 @@ def test_gridsearch(make_model, series):
     assert np.isfinite(score)
 
 
-@pytest.mark.parametrize("policy", ["density", "offset", "topk"])
-def test_save_load_and_load_weights_give_identical_forecasts(make_model, series, tmp_path,
-                                                             policy):
-    model = make_model(policy=policy, save_checkpoints=True, model_name="saved",
+def test_save_load_and_load_weights_give_identical_forecasts(make_model, series, tmp_path):
+    model = make_model(save_checkpoints=True, model_name="saved",
                        force_reset=True).fit(series)
     expected = model.predict(9).values()
     path = tmp_path / "model.pt"
@@ -117,7 +115,7 @@ def test_save_load_and_load_weights_give_identical_forecasts(make_model, series,
     loaded = ReinPatchModel.load(str(path))  # no trusted=True: the classes are registered
     np.testing.assert_array_equal(loaded.predict(9).values(), expected)
 
-    fresh = make_model(policy=policy)
+    fresh = make_model()
     fresh.load_weights(str(path))
     np.testing.assert_array_equal(fresh.predict(9, series=series).values(), expected)
 
@@ -125,10 +123,9 @@ def test_save_load_and_load_weights_give_identical_forecasts(make_model, series,
     np.testing.assert_array_equal(from_ckpt.predict(9, series=series).values(), expected)
 
 
-@pytest.mark.parametrize("policy", ["density", "offset", "topk"])
-def test_same_random_state_same_forecast(make_model, series, policy):
+def test_same_random_state_same_forecast(make_model, series):
     def forecast(seed: int) -> np.ndarray:
-        model = make_model(policy=policy, random_state=seed).fit(series)
+        model = make_model(random_state=seed).fit(series)
         return model.predict(6).values()
 
     first, second, other = forecast(7), forecast(7), forecast(8)
@@ -247,7 +244,7 @@ def test_float64_series_is_cast(make_model, series):
         (dict(compression_rate=100), "larger than the lookback"),
         (dict(group_size=0), "group_size must be a positive integer"),
         (dict(patcher="entropy"), "patcher must be one of"),
-        (dict(policy="entropy"), "Unknown policy 'entropy'"),
+        (dict(policy="topk"), "no args/kwargs .*policy"),  # an ablation of the benchmarks
         (dict(kl_coef=-0.1), "kl_coef must be a finite number >= 0"),
         (dict(entropy_coef=1e-3), "no args/kwargs .*entropy_coef"),  # removed in policy v2
         (dict(d_model=10, n_heads=4), "divisible"),
@@ -267,15 +264,13 @@ def test_predict_and_boundaries_before_fit(make_model):
         model.predict(6)
 
 
-@pytest.mark.parametrize("policy", ["offset", "density", "topk"])
 @pytest.mark.parametrize("likelihood", [None, QuantileRegression([0.1, 0.5, 0.9])],
                          ids=["point", "quantile"])
-def test_every_policy_trains_with_sample_weights_and_likelihoods(make_model, series, likelihood,
-                                                                 policy):
-    model = make_model(policy=policy, likelihood=likelihood)
+def test_the_policy_trains_with_sample_weights_and_likelihoods(make_model, series, likelihood):
+    model = make_model(likelihood=likelihood)
     model.fit(series, sample_weight="linear")
     network = model.model.network
-    assert network.config.policy == policy and network.patcher.policy_name == policy
+    assert network.patcher.policy_name == "density"
     logged = model.trainer.callback_metrics
     assert np.isfinite(float(logged["train_loss"]))
     assert float(logged["train_policy_loss"]) != 0.0  # the samples train the policy
@@ -293,6 +288,7 @@ def test_group_size_one_trains_the_policy(make_model, series):
 def test_policy_defaults_and_resample_points_follow_the_compression_rate():
     model = ReinPatchModel(input_chunk_length=24, output_chunk_length=6, compression_rate=3.5)
     config = model.network_config
-    assert (config.policy, config.group_size, config.kl_coef) == ("density", 4, 0.1)
+    assert (config.patcher.name, config.training.group_size, config.training.kl_coef) == (
+        "learned", 4, 0.1)
     assert model.options.resample_points is None
-    assert config.resample_points == 4  # ceil(compression_rate)
+    assert config.backbone.resample_points == 4  # ceil(compression_rate)

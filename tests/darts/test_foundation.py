@@ -21,7 +21,7 @@ from reinpatch_forecast.patcher_io import (
     pretrained_patcher_path,
     save_patcher,
 )
-from reinpatch_forecast.nn import DEFAULT_POLICY, LearnedPatcher
+from reinpatch_forecast.nn import LearnedPatcher
 
 
 def _weights(patcher: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -92,8 +92,8 @@ def test_pretrain_patcher_is_seeded_and_reports_every_epoch():
     assert first.history == second.history
     assert first.n_series == 8
     assert first.patcher.trainable
-    assert first.patcher.policy_name == DEFAULT_POLICY == "density"
-    assert first.settings["policy"] == "density" and first.settings["kl_coef"] == 0.1
+    assert first.patcher.policy_name == "density"
+    assert first.settings["kl_coef"] == 0.1
     assert first.settings["group_size"] == 4
     # the patcher moved away from its initial weights
     with torch.random.fork_rng():
@@ -102,15 +102,14 @@ def test_pretrain_patcher_is_seeded_and_reports_every_epoch():
     assert not _same(_weights(initial), _weights(first.patcher))
 
 
-@pytest.mark.parametrize("policy", ["density", "topk"])
-def test_pretrain_with_another_policy_and_kl_coef(policy, tmp_path):
-    result = _tiny_pretrain(policy=policy, kl_coef=0.5, n_epochs=1, group_size=2)
-    assert result.patcher.policy_name == policy
-    assert result.settings["policy"] == policy and result.settings["kl_coef"] == 0.5
+def test_pretrain_with_another_kl_coef_saves_and_loads(tmp_path):
+    result = _tiny_pretrain(kl_coef=0.5, n_epochs=1, group_size=2)
+    assert result.patcher.policy_name == "density"
+    assert result.settings["kl_coef"] == 0.5
     path = tmp_path / "patcher.pt"
     save_patcher(result.patcher, path)
     loaded = load_patcher(path)
-    assert loaded.policy_name == policy
+    assert loaded.policy_name == "density"
     assert _same(_weights(loaded), _weights(result.patcher))
 
 
@@ -156,7 +155,7 @@ def test_pretrained_patcher_is_frozen_and_trains_without_rollouts(make_model, se
     model.fit(series)
     network = model.model.network
     assert not network.trains_patcher
-    assert network.config.policy == load_pretrained_patcher().policy_name  # its own policy
+    assert network.patcher.policy_name == load_pretrained_patcher().policy_name == "density"
     losses = network.training_losses(torch.randn(2, 24, 1), torch.randn(2, 6, 1))
     assert float(losses.policy_loss) == 0.0 and float(losses.advantage) == 0.0  # no group
     assert float(model.trainer.callback_metrics["train_policy_loss"]) == 0.0
@@ -190,23 +189,29 @@ def test_patcher_init_from_a_file_and_from_an_object(make_model, series, tmp_pat
 
 
 @pytest.mark.parametrize("given", ["object", "file", "init"])
-def test_a_given_patcher_keeps_its_policy(make_model, tmp_path, given):
+def test_a_given_patcher_keeps_its_settings(make_model, tmp_path, given):
     torch.manual_seed(0)
-    density = LearnedPatcher(policy="density", hidden_size=8, n_layers=1)
+    density = LearnedPatcher(hidden_size=8, n_layers=1, density_sigma=1.0)
     path = tmp_path / "density.pt"
     save_patcher(density, path)
     source = {"object": dict(patcher=density), "file": dict(patcher=path),
               "init": dict(patcher_init=density)}[given]
-    assert make_model(**source).network_config.policy == "density"  # policy=None
-    assert make_model(policy="density", **source).network_config.policy == "density"
-    with pytest.raises(ValueError, match="policy='offset' but the given patcher was trained "
-                                         "with policy='density'.*Leave policy=None"):
-        make_model(policy="offset", **source)
+    patcher = make_model(**source).network_config.patcher
+    assert (patcher.hidden_size, patcher.n_layers, patcher.density_sigma) == (8, 1, 1.0)
+
+
+def test_a_patcher_file_of_a_benchmark_policy_is_refused_clearly(tmp_path):
+    state = patcher_state(LearnedPatcher(hidden_size=8, n_layers=1))
+    state["config"]["policy"] = "topk"
+    path = tmp_path / "topk.pt"
+    torch.save(state, path)
+    with pytest.raises(ValueError, match="'topk' policy, a benchmark ablation"):
+        load_patcher(path)
 
 
 def _version_1_file(path) -> None:
     """A patcher file of format version 1 (a top-k policy with a uniform prior)."""
-    state = patcher_state(LearnedPatcher(policy="topk", hidden_size=8, n_layers=1))
+    state = patcher_state(LearnedPatcher(hidden_size=8, n_layers=1))
     state["version"] = 1
     state["config"] = {"hidden_size": 8, "n_layers": 1, "kernel_size": 3, "uniform_prior": 3.0}
     torch.save(state, path)
@@ -226,7 +231,7 @@ def test_version_1_patcher_file_is_refused_clearly(make_model, tmp_path):
 
 def test_saved_patcher_is_version_2_and_names_its_policy(tmp_path):
     path = tmp_path / "patcher.pt"
-    save_patcher(LearnedPatcher(policy="density", hidden_size=8, n_layers=1), path)
+    save_patcher(LearnedPatcher(hidden_size=8, n_layers=1), path)
     state = torch.load(path, map_location="cpu", weights_only=True)
     assert state["version"] == PATCHER_VERSION == 2
     assert state["config"]["policy"] == "density"

@@ -4,7 +4,6 @@ that keeps the uniform grid trains exactly as uniform patches (common random num
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import torch
 from darts.utils.data.torch_datasets.utils import TorchTrainingBatch
 
@@ -19,13 +18,11 @@ def _batch(series, length: int = 24, horizon: int = 6, windows: int = 8) -> Torc
                               static_covariates=None, sample_weight=None, future_target=future)
 
 
-@pytest.mark.parametrize("policy,readout", [("density", "profile"), ("offset", "copy"),
-                                            ("topk", "interpolate"), ("density", "flatten")])
-def test_darts_training_step_is_the_network_step(make_model, series, monkeypatch, policy,
-                                                 readout):
+def test_darts_training_step_is_the_network_step(make_model, series, monkeypatch):
     """Same seed and batch: the module's training_step returns the loss of
-    ReinPatchNetwork.training_losses with darts' loss (MSE), and logs nothing else."""
-    model = make_model(policy=policy, readout=readout, dropout=0.2, n_epochs=1)
+    ReinPatchNetwork.training_losses with darts' loss (MSE), and logs nothing else (the
+    benchmarks' policies and readouts: tests/darts/test_variant_models.py)."""
+    model = make_model(dropout=0.2, n_epochs=1)
     model.fit(series)
     module = model.model.train()
     logged = {}
@@ -49,15 +46,13 @@ def test_darts_training_step_is_the_network_step(make_model, series, monkeypatch
     assert logged["train_grid_shift"] == losses.grid_shift
 
 
-@pytest.mark.parametrize("policy", ["density", "offset"])
-def test_a_patcher_that_keeps_the_grid_trains_exactly_as_uniform(make_model, make_sine, policy):
+def test_a_patcher_that_keeps_the_grid_trains_exactly_as_uniform(make_model, make_sine):
     """With the patcher's learning rate at 0 the decode stays the uniform grid; the backbone,
     the data order and the dropout masks are those of the uniform model of the same seed, so
-    the forecasts are identical, bit for bit. A top-k patcher (not on the grid) differs."""
+    the forecasts are identical, bit for bit (a top-k patcher, not on the grid, differs:
+    tests/darts/test_variant_models.py)."""
     series = make_sine(length=300, noise=0.3)
     settings = dict(dropout=0.2, n_epochs=2)
     uniform = make_model(patcher="uniform", **settings).fit(series).predict(6).values()
-    learned = make_model(policy=policy, patcher_lr=0.0, **settings).fit(series)
+    learned = make_model(patcher_lr=0.0, **settings).fit(series)
     assert np.array_equal(learned.predict(6).values(), uniform)
-    topk = make_model(policy="topk", patcher_lr=0.0, **settings).fit(series)
-    assert not np.array_equal(topk.predict(6).values(), uniform)

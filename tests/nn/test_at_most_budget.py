@@ -12,14 +12,14 @@ import pytest
 import torch
 from scipy import stats
 
-from reinpatch_forecast.nn import BackboneConfig, ReinPatchConfig, ReinPatchNetwork
+from reinpatch_forecast.nn import LearnedPatcher, ReinPatchConfig, ReinPatchNetwork
 from reinpatch_forecast.nn.backbone import Backbone
 from reinpatch_forecast.nn.grid import uniform_starts
 from reinpatch_forecast.nn.policies import BUDGET_SHARES, budget_counts
-from reinpatch_forecast.nn.readout import STEP_READOUTS, StepReadout
+from reinpatch_forecast.nn.readout import StepReadout
 from reinpatch_forecast.nn.segments import patch_lengths
 
-from nn_support import small_learned  # noqa: E402
+from nn_support import small_learned, variants  # noqa: E402
 from test_policies import brute_force_quantiles  # noqa: E402
 
 
@@ -92,12 +92,13 @@ def test_at_most_log_prob_and_starts_match_brute_force(monkeypatch, length, n_pa
         assert frequency[share] / 4000 == pytest.approx(p, abs=0.03)
 
 
-@pytest.mark.parametrize("mode", STEP_READOUTS)
+@pytest.mark.parametrize("mode", variants.STEP_READOUTS)
 def test_unused_slots_change_no_step_feature(mode):
     """Starts ``[0, 6, 12, L, L]`` read the same step features as ``[0, 6, 12]``, whatever the
-    unused tokens hold."""
+    unused tokens hold (the package's copy readout and the benchmarks' other step readouts)."""
     torch.manual_seed(0)
-    readout = StepReadout(mode, d_model=8, points=4, width=3)
+    readout = (StepReadout(d_model=8, width=3) if mode == "copy"
+               else variants.VariantStepReadout(mode, d_model=8, points=4, width=3))
     tokens = torch.randn(1, 5, 8)
     padded = readout(tokens, torch.tensor([[0, 6, 12, 36, 36]]), 36)
     exact = readout(tokens[:, :3], torch.tensor([[0, 6, 12]]), 36)
@@ -107,11 +108,12 @@ def test_unused_slots_change_no_step_feature(mode):
 def test_the_backbone_ignores_unused_slots():
     """A variable-token backbone with five slots, two unused, forecasts as the same weights
     with three exact slots: attention masks the empty tokens and no step reads them."""
-    settings = dict(input_length=36, output_length=6, d_model=16, n_heads=2, dropout=0.0,
-                    resample_points=4)
+    settings = dict(input_length=36, output_length=6,
+                    backbone=dict(d_model=16, n_heads=2, dropout=0.0, resample_points=4))
     torch.manual_seed(0)
-    variable = Backbone(BackboneConfig(n_patches=5, variable_tokens=True, **settings)).eval()
-    exact = Backbone(BackboneConfig(n_patches=3, **settings)).eval()
+    variable = Backbone(ReinPatchConfig(compression_rate=7.5, budget="at_most",
+                                        **settings)).eval()  # 5 slots
+    exact = Backbone(ReinPatchConfig(compression_rate=12, **settings)).eval()  # 3 patches
     exact.load_state_dict(variable.state_dict())
     x = torch.randn(2, 36)
     padded = variable(x, torch.tensor([[0, 6, 12, 36, 36]]).expand(2, 1, -1).contiguous())
@@ -121,8 +123,9 @@ def test_the_backbone_ignores_unused_slots():
 
 def test_a_grpg_step_trains_the_budget_head_and_uses_fewer_tokens_when_sampled():
     torch.manual_seed(0)
-    config = ReinPatchConfig(input_length=48, output_length=8, compression_rate=4, d_model=16,
-                             n_heads=2, dropout=0.0, group_size=8, budget="at_most")
+    config = ReinPatchConfig(input_length=48, output_length=8, compression_rate=4,
+                             backbone=dict(d_model=16, n_heads=2, dropout=0.0),
+                             training=dict(group_size=8), budget="at_most")
     network = ReinPatchNetwork(config).train()
     x, y = torch.randn(6, 48, 2), torch.randn(6, 8, 2)
     losses = network.training_losses(x, y)
@@ -138,16 +141,31 @@ def test_a_grpg_step_trains_the_budget_head_and_uses_fewer_tokens_when_sampled()
 @pytest.mark.parametrize("bad, message", [
     (dict(budget="fewer"), "Unknown budget 'fewer'"),
     (dict(budget="at_most", patcher="uniform"), "patcher='uniform'"),
-    (dict(budget="at_most", policy="offset"), "policy='offset'"),
-    (dict(budget="at_most", readout="flatten"), "readout='flatten'"),
     (dict(budget="at_most", levels=2, compression_rate=(4, 2)), "levels=2"),
-    (dict(budget="exact", patcher_options={"at_most": True}), "pass budget='at_most'"),
 ])
 def test_bad_budget_settings_raise(bad, message):
     with pytest.raises(ValueError, match=message):
         ReinPatchConfig(input_length=48, output_length=8, **{"compression_rate": 4, **bad})
 
 
-def test_an_at_most_patcher_needs_the_density_policy_at_one_level():
-    with pytest.raises(ValueError, match="density policy at one level"):
+@pytest.mark.parametrize("ablation, message", [
+    (dict(policy="offset"), "policy='offset'"),
+    (dict(readout="flatten"), "readout='flatten'"),
+])
+def test_the_benchmark_variants_refuse_an_at_most_budget_they_cannot_read(ablation, message):
+    with pytest.raises(ValueError, match=message):
+        variants.VariantConfig(input_length=48, output_length=8, compression_rate=4,
+                               budget="at_most", ablation=ablation)
+
+
+def test_a_given_patcher_must_fit_the_budget():
+    config = ReinPatchConfig(input_length=48, output_length=8, compression_rate=4)
+    with pytest.raises(ValueError, match="pass budget='at_most'"):
+        ReinPatchNetwork(config, patcher=LearnedPatcher(at_most=True))
+
+
+def test_an_at_most_patcher_needs_one_level_and_the_density_policy():
+    with pytest.raises(ValueError, match="levels=2"):
+        LearnedPatcher(levels=2, at_most=True)
+    with pytest.raises(ValueError, match="needs the density policy"):
         small_learned(policy="offset", at_most=True)

@@ -17,10 +17,10 @@ import torch
 from reinpatch_forecast.nn.grid import (offset_candidates, uniform_gaps, uniform_start_values,
                                         uniform_starts)
 from reinpatch_forecast.nn.network import ReinPatchConfig, ReinPatchNetwork
-from reinpatch_forecast.nn.policies import DensityPolicy, OffsetPolicy, _running_max
+from reinpatch_forecast.nn.policies import DensityPolicy, _running_max
 from reinpatch_forecast.nn.segments import coarse_token_starts, insertion_points
 
-from nn_support import small_learned  # noqa: E402
+from nn_support import small_learned, variants  # noqa: E402
 
 
 @pytest.fixture
@@ -133,7 +133,7 @@ def test_coarse_draws_and_token_starts_are_identical_in_the_export_branch(monkey
     results = []
     for flag in (False, True):
         monkeypatch.setattr(torch.onnx, "is_in_onnx_export", lambda flag=flag: flag)
-        for policy in (DensityPolicy(), OffsetPolicy()):
+        for policy in (DensityPolicy(), variants.OffsetPolicy()):
             fine = policy.draw(scores, 12, 1, False)
             coarse = policy.draw_coarse(scores, fine.starts, 5, False)
             results.append((fine.starts, coarse.starts, coarse.log_prob,
@@ -148,7 +148,8 @@ def test_forward_runs_whole_rows_while_exporting_and_restores_chunking(monkeypat
     modules' chunk sizes come back afterwards, and the forecast is the chunked one."""
     torch.manual_seed(0)
     config = ReinPatchConfig(input_length=24, output_length=4, compression_rate=(4, 2), levels=2,
-                             d_model=8, n_heads=1, n_layers=1, dropout=0.0, resample_points=4)
+                             backbone=dict(d_model=8, n_heads=1, n_layers=1, dropout=0.0,
+                                           resample_points=4))
     network = ReinPatchNetwork(config, patcher=small_learned(levels=2, policy="density",
                                                              scored=True)).eval()
     network.patcher.chunk_elements = 8 * 24  # instance value: 1 row per chunk

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from reinpatch_forecast.nn import ReinPatchConfig, ReinPatchNetwork
-from reinpatch_forecast.nn.backbone import Backbone, BackboneConfig
+from reinpatch_forecast.nn.backbone import Backbone
 from reinpatch_forecast.nn.chunking import map_row_chunks, rows_per_chunk
 from reinpatch_forecast.nn.convolution import replicate_conv1d
 from reinpatch_forecast.nn.patchers import LearnedPatcher, RandomPatcher
@@ -18,9 +18,10 @@ from reinpatch_forecast.nn.patchers import LearnedPatcher, RandomPatcher
 
 def _backbone(levels: int = 1) -> Backbone:
     torch.manual_seed(0)
-    return Backbone(BackboneConfig(input_length=32, output_length=4, n_patches=8, d_model=8,
-                                   n_heads=2, n_layers=1,
-                                   n_coarse_patches=3 if levels == 2 else None))
+    rate = (4, 3) if levels == 2 else 4  # N = 8 patches; N2 = 3 coarse ones
+    return Backbone(ReinPatchConfig(input_length=32, output_length=4, compression_rate=rate,
+                                    levels=levels, backbone=dict(d_model=8, n_heads=2,
+                                                                 n_layers=1)))
 
 
 @pytest.mark.parametrize("levels", [1, 2])

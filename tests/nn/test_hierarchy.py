@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from reinpatch_forecast.nn import policy_loss
-from reinpatch_forecast.nn.backbone import Backbone, BackboneConfig
 from reinpatch_forecast.nn.network import ReinPatchConfig, ReinPatchNetwork
 from reinpatch_forecast.nn.patchers import (
     PATCHER_NAMES,
@@ -28,7 +27,6 @@ from reinpatch_forecast.nn.patchers import (
     UniformPatcher,
     VolatilityPatcher,
     make_patcher,
-    plackett_luce_log_prob,
     uniform_starts,
 )
 from reinpatch_forecast.nn.segments import (
@@ -39,6 +37,7 @@ from reinpatch_forecast.nn.segments import (
 )
 
 from nn_support import SETTINGS, check_sampled_frequencies, ref_plackett_luce  # noqa: E402
+from nn_support import network_of, small_backbone, small_config, variants  # noqa: E402
 from nn_support import make as _make  # noqa: E402
 from nn_support import small_learned as _small_learned  # noqa: E402
 
@@ -319,8 +318,8 @@ def test_two_level_log_prob_sums_to_one_over_all_outcomes(length, k1, k2, scale)
         [[sorted(f).index(p) for p in c] for f, c in outcomes]
     ).unsqueeze(0)  # (1, O, k2)
     candidates = coarse[fine_starts]  # (1, O, k1)
-    log_prob = (plackett_luce_log_prob(fine[1:].unsqueeze(0), fine_order)
-                + plackett_luce_log_prob(candidates, coarse_order))  # (1, O)
+    log_prob = (variants.plackett_luce_log_prob(fine[1:].unsqueeze(0), fine_order)
+                + variants.plackett_luce_log_prob(candidates, coarse_order))  # (1, O)
     assert log_prob.exp().sum().item() == pytest.approx(1.0, abs=1e-5)
     expected = torch.tensor([ref_two_level(fine, coarse, f, c) for f, c in outcomes],
                             dtype=torch.float64)
@@ -332,8 +331,9 @@ def test_per_draw_logits_equal_shared_logits_when_the_same():
     torch.manual_seed(4)
     logits = torch.randn(3, 9)
     order = torch.stack([torch.randperm(9)[:4] for _ in range(3 * 5)]).reshape(3, 5, 4)
-    shared = plackett_luce_log_prob(logits, order)
-    per_draw = plackett_luce_log_prob(logits.unsqueeze(1).expand(-1, 5, -1).contiguous(), order)
+    shared = variants.plackett_luce_log_prob(logits, order)
+    repeated = logits.unsqueeze(1).expand(-1, 5, -1).contiguous()
+    per_draw = variants.plackett_luce_log_prob(repeated, order)
     torch.testing.assert_close(shared, per_draw)
 
 
@@ -460,9 +460,10 @@ def test_level_one_learned_patcher_holds_only_level_one_parameters():
 
 def test_level_one_backbone_and_network_have_no_coarse_modules():
     """No coarse module at levels=1; n_coarse_patches is None; coarse_boundaries refuses."""
-    config = ReinPatchConfig(input_length=32, output_length=4, compression_rate=4, d_model=8,
-                             n_heads=2, n_layers=1, group_size=2)
-    assert config.n_coarse_patches is None and config.backbone.n_coarse_patches is None
+    config = ReinPatchConfig(input_length=32, output_length=4, compression_rate=4,
+                             backbone=dict(d_model=8, n_heads=2, n_layers=1),
+                             training=dict(group_size=2))
+    assert config.n_coarse_patches is None
     net = ReinPatchNetwork(config)
     assert not any("coarse" in key for key in net.state_dict())
     assert net.backbone.head.in_features == 8 * 8
@@ -482,14 +483,13 @@ def hier_config(**overrides) -> ReinPatchConfig:
         patcher_layers=2, resample_points=4,
     )
     values.update(overrides)
-    return ReinPatchConfig(**values)
+    return small_config(**values)
 
 
 def test_config_budgets_at_two_levels():
     """(R1, R2) gives N1 = ceil(L / R1) and N2 = ceil(N1 / R2); a list becomes a tuple."""
     config = hier_config(input_length=96, compression_rate=(4, 4))
     assert (config.n_patches, config.n_coarse_patches) == (24, 6)
-    assert config.backbone.n_patches == 24 and config.backbone.n_coarse_patches == 6
     config = hier_config(input_length=50, compression_rate=[3, 4])
     assert config.compression_rate == (3, 4)
     assert (config.n_patches, config.n_coarse_patches) == (17, 5)
@@ -522,16 +522,11 @@ def test_config_validation(overrides, message):
 
 def test_backbone_config_and_forward_check_the_levels():
     """n_coarse_patches in [1, N]; the backbone needs coarse starts exactly at two levels."""
-    with pytest.raises(ValueError, match=r"n_coarse_patches must be None .* between 1 and"):
-        BackboneConfig(input_length=32, output_length=4, n_patches=8, n_coarse_patches=9)
-    with pytest.raises(ValueError, match=r"n_coarse_patches"):
-        BackboneConfig(input_length=32, output_length=4, n_patches=8, n_coarse_patches=0)
-    # The flatten head reads the fine and the coarse token slots (time-aligned readouts at two
-    # levels: tests/nn/test_readout.py).
-    two = Backbone(BackboneConfig(input_length=32, output_length=4, n_patches=8, d_model=8,
-                                  n_heads=2, n_coarse_patches=2, readout="flatten"))
-    one = Backbone(BackboneConfig(input_length=32, output_length=4, n_patches=8, d_model=8,
-                                  n_heads=2))
+    # The flatten head (a benchmark variant) reads the fine and the coarse token slots
+    # (time-aligned readouts at two levels: tests/nn/test_readout.py).
+    two = small_backbone(32, 4, 8, n_coarse_patches=2, d_model=8, n_heads=2, readout="flatten",
+                         readout_skip=False)
+    one = small_backbone(32, 4, 8, d_model=8, n_heads=2)
     x = torch.randn(3, 32)
     patching = UniformPatcher(levels=2).sample(x, 8, 2, n_coarse_patches=2)
     assert two(x, patching.starts, coarse_starts=patching.coarse_starts).shape == (6, 4, 1)
@@ -623,7 +618,7 @@ def test_coarse_boundaries_agree_with_forward_and_frozen_training():
 def test_training_losses_at_two_levels_train_every_part(policy):
     """One backward reaches both patcher heads and the fine and coarse backbone layers."""
     torch.manual_seed(0)
-    net = ReinPatchNetwork(hier_config(policy=policy))
+    net = network_of(hier_config(policy=policy))
     x = torch.randn(3, 48, 2).cumsum(1)
     y = torch.randn(3, 5, 2)
     losses = net.training_losses(x, y)
@@ -646,8 +641,8 @@ def test_training_losses_at_two_levels_train_every_part(policy):
 def test_coarse_tokens_change_the_forecast():
     """Moving the coarse starts (same fine starts) changes the output: the head reads them."""
     torch.manual_seed(0)
-    backbone = Backbone(BackboneConfig(input_length=32, output_length=4, n_patches=8, d_model=8,
-                                       n_heads=2, n_coarse_patches=3, dropout=0.0)).eval()
+    backbone = small_backbone(32, 4, 8, n_coarse_patches=3, d_model=8, n_heads=2,
+                              dropout=0.0).eval()
     x = torch.randn(1, 32)
     starts = torch.arange(0, 32, 4).reshape(1, 1, 8)
     a = backbone(x, starts, coarse_starts=torch.tensor([[[0, 8, 20]]]))

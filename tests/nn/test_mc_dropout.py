@@ -7,19 +7,23 @@ from __future__ import annotations
 import pytest
 import torch
 
-from reinpatch_forecast.nn.backbone import (Backbone, BackboneConfig, GroupDropout,
-                                            group_dropout, set_mc_dropout)
+from reinpatch_forecast.nn.backbone import Backbone, GroupDropout, group_dropout, set_mc_dropout
 
-from nn_support import small_network  # noqa: E402
+from nn_support import small_network, variants  # noqa: E402
 
 R, G, N, D, L = 3, 4, 8, 16, 32
 
 
-def backbone_config(**overrides) -> BackboneConfig:
-    values = dict(input_length=L, output_length=4, n_patches=N, d_model=8, n_heads=2,
-                  n_layers=1, dropout=0.5, resample_points=4)
-    values.update(overrides)
-    return BackboneConfig(**values)
+def small_backbone(readout: str = "copy") -> Backbone:
+    """A backbone over ``N`` patches with dropout 0.5: the package's (``"copy"``), or the
+    benchmark variant of another readout."""
+    config = variants.VariantConfig(
+        input_length=L, output_length=4, compression_rate=L // N,
+        backbone=dict(d_model=8, n_heads=2, n_layers=1, dropout=0.5, resample_points=4),
+        ablation=dict(readout=readout))
+    if readout == "copy":
+        return Backbone(config)
+    return variants.VariantBackbone(config, config.ablation)
 
 
 def uniform_starts(rows: int, group: int) -> torch.Tensor:
@@ -75,7 +79,7 @@ def test_backbone_group_shares_masks_in_training():
     """Identical patchings of a series give identical forecasts under training dropout (one
     mask per series), and the masks are real (the evaluation forecast differs)."""
     torch.manual_seed(0)
-    backbone = Backbone(backbone_config()).train()
+    backbone = small_backbone().train()
     x = torch.randn(R, L, generator=torch.Generator().manual_seed(3))
     out = backbone(x, uniform_starts(R, G)).reshape(R, G, -1)  # (R, G, H*Q)
     for g in range(1, G):
@@ -90,7 +94,7 @@ def test_backbone_mc_dropout_gives_each_sample_its_own_mask(readout):
     """With MC dropout on in evaluation mode, copies of one window (the samples darts tiles)
     get different forecasts; off, they are equal again."""
     torch.manual_seed(0)
-    backbone = Backbone(backbone_config(readout=readout)).eval()
+    backbone = small_backbone(readout).eval()
     x = torch.randn(1, L, generator=torch.Generator().manual_seed(4)).expand(6, L)
     starts = uniform_starts(6, 1)
     with torch.no_grad():

@@ -301,9 +301,9 @@ def test_config_accepts_group_one_for_rule_patchers_and_budget():
     """group_size=1 is fine; n_patches = ceil(L / R); resample_points defaults to ceil(R);
     to_dict round-trips."""
     cfg = config(patcher="uniform", group_size=1, compression_rate=5, resample_points=None)
-    assert cfg.n_patches == 7 and cfg.backbone.n_patches == 7
-    assert cfg.resample_points == 5 and cfg.backbone.resample_points == 5
-    assert config(group_size=1).group_size == 1
+    assert cfg.n_patches == 7
+    assert cfg.backbone.resample_points == 5
+    assert config(group_size=1).training.group_size == 1
     assert ReinPatchConfig(**cfg.to_dict()) == cfg
 
 

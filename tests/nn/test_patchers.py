@@ -12,7 +12,6 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reinpatch_forecast.nn.backbone import BackboneConfig, PatchTokeniser
 from reinpatch_forecast.nn.network import ReinPatchConfig, ReinPatchNetwork
 from reinpatch_forecast.nn.patchers import (
     PATCHER_NAMES,
@@ -21,7 +20,6 @@ from reinpatch_forecast.nn.patchers import (
     UniformPatcher,
     VolatilityPatcher,
     make_patcher,
-    plackett_luce_log_prob,
 )
 from reinpatch_forecast.nn.segments import patch_lengths, resample_patches
 
@@ -32,6 +30,7 @@ from nn_support import (  # noqa: E402
     make,
     ref_plackett_luce,
     small_learned,
+    variants,
 )
 
 
@@ -66,7 +65,7 @@ def test_plackett_luce_sums_to_one_over_all_ordered_draws(scale):
     logits = (torch.randn(2, 5) * scale).requires_grad_(True)
     orders = torch.tensor(list(itertools.permutations(range(5), 3)))  # (60, 3)
     order = orders.unsqueeze(0).expand(2, -1, -1)  # (R, G=60, k)
-    log_prob = plackett_luce_log_prob(logits, order)
+    log_prob = variants.plackett_luce_log_prob(logits, order)
     assert log_prob.shape == (2, 60)
     torch.testing.assert_close(log_prob.exp().sum(-1), torch.ones(2), rtol=0, atol=1e-5)
     for r in range(2):
@@ -83,7 +82,7 @@ def test_plackett_luce_matches_reference_on_larger_draws():
     torch.manual_seed(1)
     logits = torch.randn(3, 40) * 2
     order = torch.stack([torch.randperm(40)[:12] for _ in range(3 * 4)]).reshape(3, 4, 12)
-    got = plackett_luce_log_prob(logits, order)
+    got = variants.plackett_luce_log_prob(logits, order)
     for r in range(3):
         for g in range(4):
             expected = ref_plackett_luce(logits[r], order[r, g].tolist())
@@ -92,7 +91,7 @@ def test_plackett_luce_matches_reference_on_larger_draws():
 
 def test_plackett_luce_empty_draw_is_zero():
     """k = 0 (a budget of one patch) has log-probability 0."""
-    out = plackett_luce_log_prob(torch.randn(2, 7), torch.zeros(2, 3, 0, dtype=torch.long))
+    out = variants.plackett_luce_log_prob(torch.randn(2, 7), torch.zeros(2, 3, 0, dtype=torch.long))
     assert torch.equal(out, torch.zeros(2, 3))
 
 
@@ -102,7 +101,7 @@ def test_plackett_luce_gradient_matches_autograd_of_reference():
     logits = torch.randn(1, 6, dtype=torch.float64) * 1.5
     order = torch.tensor([[[4, 0, 2]]])
     z = logits.clone().requires_grad_(True)
-    plackett_luce_log_prob(z, order).sum().backward()
+    variants.plackett_luce_log_prob(z, order).sum().backward()
     z_ref = logits.clone().requires_grad_(True)
     total = z_ref.new_zeros(())
     remaining = list(range(6))
@@ -119,7 +118,7 @@ def test_plackett_luce_extreme_logits_finite(big):
     logits = torch.tensor([[big, -big, -big, -big, big], [-big, -big, -big, -big, big]])
     orders = torch.tensor(list(itertools.permutations(range(5), 3)))
     z = logits.clone().requires_grad_(True)
-    log_prob = plackett_luce_log_prob(z, orders.expand(2, -1, -1))
+    log_prob = variants.plackett_luce_log_prob(z, orders.expand(2, -1, -1))
     assert bool(torch.isfinite(log_prob).all())
     assert bool((log_prob <= 1e-4).all())
     log_prob.sum().backward()
@@ -138,7 +137,7 @@ EXTREME_CASES = [
 def test_plackett_luce_extreme_logits_correct(logits, order):
     """With a large logit spread the log-prob and its gradient still equal the exact ones."""
     z = torch.tensor([logits], requires_grad=True)
-    got = plackett_luce_log_prob(z, torch.tensor([[order]]))
+    got = variants.plackett_luce_log_prob(z, torch.tensor([[order]]))
     got.sum().backward()
     z_ref = torch.tensor([logits], dtype=torch.float64, requires_grad=True)
     total = z_ref.new_zeros(())
@@ -161,7 +160,7 @@ def test_plackett_luce_extreme_logits_correct(logits, order):
 def test_plackett_luce_sums_to_one_with_confident_logits(logits):
     """Even a confident policy (logit spread ~20) defines a distribution over ordered draws."""
     orders = torch.tensor(list(itertools.permutations(range(5), 3))).unsqueeze(0)
-    total = plackett_luce_log_prob(logits, orders).exp().sum()
+    total = variants.plackett_luce_log_prob(logits, orders).exp().sum()
     assert total.item() == pytest.approx(1.0, abs=1e-5)
 
 
@@ -332,8 +331,8 @@ def test_freeze_and_make_patcher():
         make_patcher("entropy")
     with pytest.raises(ValueError, match="kernel_size"):
         LearnedPatcher(kernel_size=4)
-    with pytest.raises(ValueError, match="Unknown policy 'grid'.*'offset'.*'density'.*'topk'"):
-        LearnedPatcher(policy="grid")
+    with pytest.raises(TypeError, match="policy"):
+        LearnedPatcher(policy="offset")  # the package's patcher has the density policy only
 
 
 # -- uniform = PatchTST -------------------------------------------------------------------------
@@ -390,15 +389,13 @@ def test_uniform_resampled_equals_patchtst_patches_bitwise(rate):
 
 @pytest.mark.parametrize("rate", [2, 4, 8])
 def test_uniform_tokens_are_a_linear_map_of_patchtst_patches(rate):
-    """A tokeniser with only use_resampled and P=R gives Linear(x.unfold(-1, R, R)) tokens."""
+    """A tokeniser with only use_resampled and P=R (the benchmarks' token-part ablation) gives
+    Linear(x.unfold(-1, R, R)) tokens."""
     n_patches = 12
     length = rate * n_patches
-    config = BackboneConfig(
-        input_length=length, output_length=4, n_patches=n_patches, d_model=8, n_heads=2,
-        resample_points=rate, use_local_mean=False, use_resampled=True, use_position=False,
-    )
+    ablation = variants.Ablation(use_local_mean=False, use_position=False, readout_skip=False)
     torch.manual_seed(0)
-    tokeniser = PatchTokeniser(config)
+    tokeniser = variants.VariantTokeniser(8, rate, ablation)
     x = torch.randn(6, length)
     starts = UniformPatcher().sample(x, n_patches, 2).starts
     tokens = tokeniser(x, starts)  # (R*G, N, d)
@@ -461,10 +458,9 @@ def test_learned_patcher_is_independent_of_length(policy):
         assert_valid(patcher.sample(x, n_patches, 2), 3, 2, length, n_patches)
         assert_valid(patcher.decode(x, n_patches), 3, 1, length, n_patches)
     assert [tuple(p.shape) for p in patcher.parameters()] == shapes
-    short = ReinPatchNetwork(ReinPatchConfig(input_length=32, output_length=4, d_model=8,
-                                             n_heads=2, n_layers=1))
-    long = ReinPatchNetwork(ReinPatchConfig(input_length=200, output_length=4, d_model=8,
-                                            n_heads=2, n_layers=1))
+    sizes = dict(d_model=8, n_heads=2, n_layers=1)
+    short = ReinPatchNetwork(ReinPatchConfig(input_length=32, output_length=4, backbone=sizes))
+    long = ReinPatchNetwork(ReinPatchConfig(input_length=200, output_length=4, backbone=sizes))
     long.patcher.load_state_dict(short.patcher.state_dict())  # strict: identical shapes
     x = torch.randn(2, 32, 1)
     # the same patcher object can be handed to a network of another length

@@ -19,10 +19,10 @@ from scipy import stats
 
 from reinpatch_forecast.nn.grid import offset_candidates, uniform_starts
 from reinpatch_forecast.nn.patchers import LearnedPatcher, UniformPatcher
-from reinpatch_forecast.nn.policies import DensityPolicy, OffsetPolicy, make_policy
+from reinpatch_forecast.nn.policies import DensityPolicy
 from reinpatch_forecast.nn.segments import patch_lengths
 
-from nn_support import SETTINGS, small_learned  # noqa: E402
+from nn_support import SETTINGS, small_learned, variants  # noqa: E402
 
 POLICIES = ("offset", "density", "topk")
 
@@ -60,7 +60,7 @@ def offset_table(scores, grid, length, penalty=1.0):
 def test_a_new_patcher_decodes_exactly_the_uniform_grid(policy, length, n_patches):
     """Zero-initialised heads: the decode IS uniform_starts(L, N), bit for bit, on any input."""
     torch.manual_seed(0)
-    patcher = LearnedPatcher(policy=policy, hidden_size=8, n_layers=2)
+    patcher = variants.make_patcher(policy=policy, hidden_size=8, n_layers=2)
     x = torch.randn(5, length).cumsum(-1)
     decoded = patcher.decode(x, n_patches).starts  # (5, 1, N)
     assert torch.equal(decoded, uniform_starts(length, n_patches).expand(5, 1, -1))
@@ -71,7 +71,7 @@ def test_a_new_patcher_decodes_exactly_the_uniform_grid(policy, length, n_patche
 def test_a_new_two_level_patcher_decodes_the_uniform_patchers_levels(policy, length, n_fine,
                                                                      n_coarse):
     torch.manual_seed(0)
-    patcher = LearnedPatcher(policy=policy, hidden_size=8, n_layers=2, levels=2)
+    patcher = variants.make_patcher(policy=policy, hidden_size=8, n_layers=2, levels=2)
     x = torch.randn(3, length)
     decoded = patcher.decode(x, n_fine, n_coarse_patches=n_coarse)
     uniform = UniformPatcher(levels=2).decode(x, n_fine, n_coarse_patches=n_coarse)
@@ -81,7 +81,7 @@ def test_a_new_two_level_patcher_decodes_the_uniform_patchers_levels(policy, len
 
 def test_topk_keeps_its_random_initialisation():
     """The top-k ablation's head is not zero-initialised (zero scores would tie)."""
-    patcher = LearnedPatcher(policy="topk", hidden_size=8, n_layers=2)
+    patcher = variants.make_patcher(policy="topk", hidden_size=8, n_layers=2)
     assert patcher.output.weight.abs().sum() > 0
 
 
@@ -271,7 +271,7 @@ def test_two_level_offset_log_prob_is_the_sum_over_levels(monkeypatch):
 def test_kl_is_zero_at_the_reference_and_positive_away_from_it(policy):
     torch.manual_seed(0)
     x = torch.randn(4, 64)
-    fresh = LearnedPatcher(policy=policy, hidden_size=8, n_layers=2)
+    fresh = variants.make_patcher(policy=policy, hidden_size=8, n_layers=2)
     scored = small_learned(policy=policy, scored=True)
     if policy != "topk":
         assert torch.equal(fresh.decode(x, 8).kl, torch.zeros(4))
@@ -292,11 +292,11 @@ def test_explore_decode_and_samples_share_one_score_pass(monkeypatch):
 
 def test_unknown_policy_and_bad_settings_are_clear_errors():
     with pytest.raises(ValueError, match="Unknown policy 'peaks'"):
-        make_policy("peaks")
+        variants.make_patcher(policy="peaks")
     with pytest.raises(ValueError, match="sigma must be > 0"):
         DensityPolicy(sigma=0.0)
     with pytest.raises(ValueError, match="penalty must be >= 0"):
-        OffsetPolicy(penalty=-1.0)
+        variants.OffsetPolicy(penalty=-1.0)
 
 
 @pytest.mark.parametrize("policy", POLICIES)

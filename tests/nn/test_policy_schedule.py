@@ -1,21 +1,39 @@
-"""The policy's training schedule: warm-up epochs with the backbone alone, and the KL anchor's
-weight held or lowered linearly; bad values fail at construction."""
+"""The benchmarks' schedule variants (``benchmarks/variants.py``): warm-up epochs with the
+backbone alone, and the KL anchor's weight held or lowered linearly; bad values fail at
+construction. The package's step always trains the patcher with the constant anchor."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from reinpatch_forecast.nn import ReinPatchConfig, ReinPatchNetwork
+from nn_support import variants  # noqa: E402
 
 
-def _config(**settings) -> ReinPatchConfig:
-    return ReinPatchConfig(input_length=32, output_length=8, compression_rate=4, d_model=16,
-                           n_heads=2, dropout=0.0, group_size=3, kl_coef=0.2, **settings)
+class _Schedule:
+    """The schedule of a variant configuration, as the darts module's epoch hook sees it."""
+
+    def __init__(self, config):
+        self.config = config
+
+    def policy_schedule(self, epoch, n_epochs):
+        return self.config.ablation.policy_schedule(epoch, n_epochs,
+                                                    self.config.training.kl_coef)
+
+
+def _config(**settings):
+    return variants.VariantConfig(
+        input_length=32, output_length=8, compression_rate=4,
+        backbone=dict(d_model=16, n_heads=2, dropout=0.0),
+        training=dict(group_size=3, kl_coef=0.2), ablation=settings)
+
+
+def ReinPatchNetwork(config):
+    return variants.VariantNetwork(config)
 
 
 def test_warmup_epochs_train_the_backbone_alone():
-    config = _config(patcher_warmup=2)
+    config = _Schedule(_config(patcher_warmup=2))
     assert config.policy_schedule(0, 6) == (False, 0.0)
     assert config.policy_schedule(1, 6) == (False, 0.0)
     assert config.policy_schedule(2, 6) == (True, 0.2)
@@ -23,7 +41,7 @@ def test_warmup_epochs_train_the_backbone_alone():
 
 
 def test_linear_schedule_lowers_the_anchor_over_the_policy_epochs():
-    config = _config(patcher_warmup=2, kl_schedule="linear")
+    config = _Schedule(_config(patcher_warmup=2, kl_schedule="linear"))
     weights = [config.policy_schedule(epoch, 6)[1] for epoch in range(2, 6)]
     assert weights == pytest.approx([0.2, 0.15, 0.1, 0.05])
     # Epochs beyond the plan (a fit continued) keep the anchor at 0, never below.
@@ -46,6 +64,11 @@ def test_a_step_without_the_patcher_draws_no_group_and_leaves_the_patcher_untouc
     # The warm-up step's forecast is that of the decode (the uniform grid of a new patcher).
     with torch.no_grad():
         torch.testing.assert_close(losses.prediction.detach(), network.eval()(x))
+    # The network's own epoch in the warm-up: the same step.
+    torch.manual_seed(0)
+    warm = ReinPatchNetwork(_config(patcher_warmup=1)).train()
+    warm.schedule_epoch = (0, 3)
+    assert warm.training_losses(x, y).policy_loss.item() == 0.0
 
 
 def test_the_step_uses_the_given_kl_weight():

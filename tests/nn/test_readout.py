@@ -1,6 +1,8 @@
 """Time-aligned readouts: each step reads its own patch, the shapes and scale hold on the grid,
-two levels, covariates and CPU chunking work, bad settings fail early; and the backbone trained
-on the sampled patchings too (``sample_loss_weight``)."""
+two levels, covariates and CPU chunking work, bad settings fail early. The package has the
+``copy`` readout with its per-step skip; the other readouts, the skip switched off and the
+backbone trained on the sampled patchings too (``sample_loss_weight``) are the benchmarks'
+variants (``benchmarks/variants.py``), tested here beside it."""
 
 from __future__ import annotations
 
@@ -9,9 +11,22 @@ import dataclasses
 import pytest
 import torch
 
-from reinpatch_forecast.nn import BackboneConfig, Covariates, ReinPatchConfig, ReinPatchNetwork
+from reinpatch_forecast.nn import Covariates, ReinPatchNetwork
 from reinpatch_forecast.nn.grid import uniform_starts
-from reinpatch_forecast.nn.readout import STEP_READOUTS, StepReadout, step_patch_index
+from reinpatch_forecast.nn.readout import step_patch_index
+
+from nn_support import network_of, small_config, variants  # noqa: E402
+
+STEP_READOUTS = variants.STEP_READOUTS
+
+
+def StepReadout(mode: str, d_model: int, points: int, width: int) -> torch.nn.Module:
+    """The package's copy readout, or the benchmarks' readout ``mode``."""
+    if mode == "copy":
+        from reinpatch_forecast.nn.readout import StepReadout as CopyReadout
+        return CopyReadout(d_model, width)
+    return variants.VariantStepReadout(mode, d_model, points, width)
+
 
 #: (readout, readout_skip) pairs the network and darts tests run.
 VARIANTS = [("profile", False), ("profile", True), ("copy", False), ("copy", True),
@@ -97,30 +112,30 @@ def test_interpolate_passes_through_each_patch_centre():
 @pytest.mark.parametrize("levels", [1, 2])
 def test_network_on_the_grid_gives_shapes_and_the_series_scale(readout, skip, levels):
     torch.manual_seed(0)
-    config = ReinPatchConfig(input_length=48, output_length=12, n_channels=2,
-                             compression_rate=8 if levels == 1 else (4, 3), levels=levels,
-                             patcher="uniform", readout=readout, readout_skip=skip, d_model=16,
-                             n_heads=2, nr_params=3)
-    network = ReinPatchNetwork(config).eval()
+    config = small_config(input_length=48, output_length=12, n_channels=2,
+                          compression_rate=8 if levels == 1 else (4, 3), levels=levels,
+                          patcher="uniform", readout=readout, readout_skip=skip, d_model=16,
+                          n_heads=2, nr_params=3)
+    network = network_of(config).eval()
     x = 1000.0 + 5.0 * torch.randn(4, 48, 2)
     out = network(x)
     assert out.shape == (4, 12, 2, 3)
     assert torch.isfinite(out).all()
     assert (out - 1000.0).abs().max() < 5.0 * 10  # RevIN: the series' level and spread
     if readout in STEP_READOUTS:
-        assert network.backbone.head.in_features == 48 * config.backbone.step_width
+        assert network.backbone.head.in_features == 48 * config.step_width
 
 
 @pytest.mark.parametrize("readout,skip", VARIANTS)
 @pytest.mark.parametrize("levels", [1, 2])
 def test_grpg_step_with_covariates_trains_every_part(readout, skip, levels):
     torch.manual_seed(0)
-    config = ReinPatchConfig(input_length=32, output_length=8, n_channels=2,
-                             compression_rate=4 if levels == 1 else (4, 2), levels=levels,
-                             readout=readout, readout_skip=skip, d_model=16, n_heads=2,
-                             n_past_covariates=2, n_future_covariates=1, n_static_covariates=1,
-                             group_size=3)
-    network = ReinPatchNetwork(config).train()
+    config = small_config(input_length=32, output_length=8, n_channels=2,
+                          compression_rate=4 if levels == 1 else (4, 2), levels=levels,
+                          readout=readout, readout_skip=skip, d_model=16, n_heads=2,
+                          n_past_covariates=2, n_future_covariates=1, n_static_covariates=1,
+                          group_size=3)
+    network = network_of(config).train()
     covariates = Covariates(past=torch.randn(4, 32, 2), future=torch.randn(4, 8, 1),
                             static=torch.randn(4, 2, 1))
     losses = network.training_losses(torch.randn(4, 32, 2), torch.randn(4, 8, 2),
@@ -144,9 +159,10 @@ def test_grpg_step_with_covariates_trains_every_part(readout, skip, levels):
 def test_chunked_backbone_gives_the_same_forecast():
     """CPU chunking over rows (small chunks forced) gives the unchunked forecast."""
     torch.manual_seed(0)
-    config = ReinPatchConfig(input_length=48, output_length=12, patcher="learned",
-                             readout="profile", readout_skip=True, d_model=16, n_heads=2)
-    network = ReinPatchNetwork(config).eval()
+    config = small_config(input_length=48, output_length=12, patcher="learned",
+                          readout="profile", readout_skip=True, d_model=16, n_heads=2)
+    network = network_of(config).eval()
+    assert isinstance(network, variants.VariantNetwork)
     x = torch.randn(6, 48, 1)
     whole = network(x)
     network.backbone.chunk_elements = 1
@@ -156,7 +172,7 @@ def test_chunked_backbone_gives_the_same_forecast():
 
 def test_the_skip_is_on_where_it_applies_by_default():
     def config(**kwargs):
-        return BackboneConfig(input_length=24, output_length=6, n_patches=3, **kwargs)
+        return variants.Ablation(**kwargs)
 
     assert (config().readout, config().readout_skip) == ("copy", True)
     assert config(readout="profile").readout_skip is True
@@ -176,15 +192,15 @@ def test_the_skip_is_on_where_it_applies_by_default():
 ])
 def test_bad_readout_settings_raise_at_construction(bad, message):
     with pytest.raises(ValueError, match=message):
-        BackboneConfig(input_length=24, output_length=6, n_patches=3, **bad)
+        variants.Ablation(**bad)
 
 
 def _learned_network(weight: float) -> ReinPatchNetwork:
     torch.manual_seed(0)
-    config = ReinPatchConfig(input_length=32, output_length=8, compression_rate=4, d_model=16,
-                             n_heads=2, dropout=0.0, group_size=3, sample_loss_weight=weight,
-                             readout="copy")
-    return ReinPatchNetwork(config).train()
+    config = small_config(input_length=32, output_length=8, compression_rate=4, d_model=16,
+                          n_heads=2, dropout=0.0, group_size=3, sample_loss_weight=weight,
+                          readout="copy")
+    return network_of(config).train()
 
 
 def test_sample_loss_weight_trains_the_backbone_on_the_samples_too(monkeypatch):
@@ -220,4 +236,4 @@ def test_sample_loss_weight_trains_the_backbone_on_the_samples_too(monkeypatch):
 @pytest.mark.parametrize("bad", [-0.5, float("nan"), True, "1"])
 def test_bad_sample_loss_weight_raises(bad):
     with pytest.raises(ValueError, match="sample_loss_weight must be a finite number >= 0"):
-        ReinPatchConfig(input_length=32, output_length=8, sample_loss_weight=bad)
+        small_config(input_length=32, output_length=8, sample_loss_weight=bad)

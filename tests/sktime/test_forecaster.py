@@ -329,7 +329,6 @@ def test_error_pretrain_without_fh():
         ({"quantiles": (0.1, 0.9)}, "only with likelihood='quantile'"),
         ({"likelihood": "quantile", "quantiles": (0.0, 0.5)}, "strictly between 0 and 1"),
         ({"patcher": "learned", "group_size": 0}, "group_size must be a positive integer"),
-        ({"policy": "entropy"}, "Unknown policy 'entropy'"),
         ({"kl_coef": -1.0}, "kl_coef must be a finite number >= 0"),
     ],
 )
@@ -341,33 +340,32 @@ def test_error_invalid_parameters_at_construction(params, match):
 def test_removed_grpg_options_are_not_parameters():
     params = ReinPatchForecaster().get_params()
     for removed in ("backbone_draws", "rollout_fraction", "entropy_coef", "scale_rewards",
-                    "uniform_prior"):
+                    "uniform_prior", "policy", "readout", "readout_skip", "kl_schedule",
+                    "patcher_warmup", "sample_loss_weight"):
         assert removed not in params
         with pytest.raises(TypeError, match=removed):
             ReinPatchForecaster(**{removed: 1})
 
 
-@pytest.mark.parametrize("policy", ["density", "topk"])
-def test_policy_reaches_the_darts_model(airline, policy):
-    forecaster = tiny(policy=policy, kl_coef=0.2, group_size=2).fit(airline, fh=[1, 2])
+def test_grpg_options_reach_the_darts_model(airline):
+    forecaster = tiny(kl_coef=0.2, group_size=2).fit(airline, fh=[1, 2])
     model = forecaster.get_fitted_params()["model"]
     network = model.model.network
-    assert network.config.policy == policy and network.patcher.policy_name == policy
-    assert network.config.kl_coef == 0.2 and network.config.group_size == 2
+    assert network.patcher.policy_name == "density"
+    assert network.config.training.kl_coef == 0.2 and network.config.training.group_size == 2
     assert np.isfinite(forecaster.predict().to_numpy()).all()
 
 
-def test_a_given_patcher_keeps_its_policy(airline, tmp_path):
+def test_a_given_patcher_keeps_its_settings(airline, tmp_path):
     from reinpatch_forecast.patcher_io import save_patcher
     from reinpatch_forecast.nn import LearnedPatcher
 
     torch.manual_seed(0)
     path = tmp_path / "density.pt"
-    save_patcher(LearnedPatcher(policy="density", hidden_size=8, n_layers=1), path)
+    save_patcher(LearnedPatcher(hidden_size=8, n_layers=1, density_sigma=1.0), path)
     zero_shot = tiny(patcher=str(path), n_epochs=1).fit(airline, fh=[1, 2])
-    assert zero_shot.get_fitted_params()["model"].model.network.config.policy == "density"
-    with pytest.raises(ValueError, match="policy='topk' but the given patcher was trained"):
-        tiny(patcher_init=str(path), policy="topk").fit(airline, fh=[1, 2])
+    config = zero_shot.get_fitted_params()["model"].model.network.config
+    assert (config.patcher.hidden_size, config.patcher.density_sigma) == (8, 1.0)
 
 
 # -- foundation patcher and two levels ---------------------------------------------------------
