@@ -35,7 +35,6 @@ from _common import (RESULTS, git_commit, median_seconds, utc_now, write_csv,  #
                      write_markdown)
 
 from reinpatch_forecast._lightning import quiet_trainer_kwargs  # noqa: E402
-from reinpatch_forecast.nn import DEFAULT_POLICY  # noqa: E402
 
 BATCH, CHANNELS, HORIZON, RATE = 32, 7, 96, 8
 PREDICT_BATCH = 256
@@ -44,7 +43,7 @@ PREDICT_BATCH = 256
 # -- models under test -------------------------------------------------------------------------
 
 
-def reinpatch_network(lookback: int, patcher: str = "learned", policy: str = DEFAULT_POLICY,
+def reinpatch_network(lookback: int, patcher: str = "learned", policy: str = "density",
                       group: int = 4, d_model: int = 64):
     from variants import make_network
 
@@ -56,7 +55,7 @@ def reinpatch_network(lookback: int, patcher: str = "learned", policy: str = DEF
     )
 
 
-def reinpatch(lookback: int, patcher: str = "learned", policy: str = DEFAULT_POLICY, group: int = 4,
+def reinpatch(lookback: int, patcher: str = "learned", policy: str = "density", group: int = 4,
               frozen: bool = False):
     network = reinpatch_network(lookback, patcher, policy, group)
     if frozen:  # a foundation patcher used zero-shot: only the backbone trains
@@ -121,7 +120,7 @@ def darts_peer(name: str, lookback: int):
 
 def build(spec: dict):
     if spec["family"] == "reinpatch":
-        return reinpatch(spec["lookback"], spec["patcher"], spec.get("policy", DEFAULT_POLICY),
+        return reinpatch(spec["lookback"], spec["patcher"], spec.get("policy", "density"),
                          spec.get("group", 4), frozen=spec.get("frozen", False))
     return darts_peer(spec["family"], spec["lookback"])
 
@@ -163,7 +162,7 @@ def component_times(lookback: int, repeats: int, warmup: int = 2) -> dict[str, f
 
     network, train_step, _ = reinpatch(lookback)
     config = network.config
-    group = config.group_size
+    group = config.training.group_size
     generator = torch.Generator().manual_seed(0)
     x = torch.randn(BATCH, lookback, CHANNELS, generator=generator)
     y = torch.randn(BATCH, HORIZON, CHANNELS, generator=generator)
@@ -176,11 +175,11 @@ def component_times(lookback: int, repeats: int, warmup: int = 2) -> dict[str, f
         (s.log_prob.sum() + d.kl.sum()).backward()
 
     def segment_part():
-        local = torch.randn(decoded.starts.shape[0], lookback, config.d_model,
+        local = torch.randn(decoded.starts.shape[0], lookback, config.backbone.d_model,
                             requires_grad=True)
         values = patcher_input.clone().requires_grad_(True)
         (segment_mean(local, decoded.starts).sum()
-         + resample_patches(values, decoded.starts, config.resample_points).sum()).backward()
+         + resample_patches(values, decoded.starts, config.backbone.resample_points).sum()).backward()
 
     def decode_part():
         network.backbone(backbone_input, decoded.starts).sum().backward()
@@ -257,7 +256,7 @@ def main(argv: list[str] | None = None) -> None:
     for length in (LOOKBACKS[1:2] if args.quick else LOOKBACKS[1:]):
         for patcher in ("learned", "uniform"):
             spec = {"name": f"{patcher} L={length}", "family": "reinpatch", "patcher": patcher,
-                    "policy": DEFAULT_POLICY, "group": 4, "lookback": length}
+                    "policy": "density", "group": 4, "lookback": length}
             print(f"[speed] {spec['name']} ...", flush=True)
             scaling.append(measure_in_subprocess(spec, max(1, repeats // 3), args.threads,
                                                  warmup))
