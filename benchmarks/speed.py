@@ -178,8 +178,9 @@ def component_times(lookback: int, repeats: int, warmup: int = 2) -> dict[str, f
         local = torch.randn(decoded.starts.shape[0], lookback, config.backbone.d_model,
                             requires_grad=True)
         values = patcher_input.clone().requires_grad_(True)
+        points = config.backbone.resample_points
         (segment_mean(local, decoded.starts).sum()
-         + resample_patches(values, decoded.starts, config.backbone.resample_points).sum()).backward()
+         + resample_patches(values, decoded.starts, points).sum()).backward()
 
     def decode_part():
         network.backbone(backbone_input, decoded.starts).sum().backward()
