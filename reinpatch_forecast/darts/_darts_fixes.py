@@ -10,8 +10,9 @@ failure it prevents:
   that the folder exists, then creates it, so of two processes starting models in one new
   ``work_dir`` the slower fails (``test_a_work_dir_created_by_another_process_meanwhile...``).
 * :func:`trainer_kwargs` adds to ``pl_trainer_kwargs``: the atomic checkpoint plugin
-  (:class:`~reinpatch_forecast.darts.checkpoints.AtomicCheckpointIO`), the callback that keeps
-  the trainer of an interrupted fit (:class:`KeepInterruptedTraining`), and, for
+  (:class:`~reinpatch_forecast.darts.checkpoints.AtomicCheckpointIO`), the callback that trains
+  the module in training mode and keeps the trainer of an interrupted fit
+  (:class:`TrainingFixes`), and, for
   ``log_tensorboard=True``, a TensorBoard logger that darts' safe loader can read back
   (:class:`TensorBoardLogger`).
 * :func:`interruptible`: Ctrl+C during ``fit`` as a ``KeyboardInterrupt`` that leaves the model
@@ -36,7 +37,7 @@ from pytorch_lightning import loggers
 from .checkpoints import AtomicCheckpointIO
 
 __all__ = ["default_model_name", "create_run_folder", "trainer_kwargs", "interruptible",
-           "KeepInterruptedTraining", "TensorBoardLogger", "SAFE_CLASSES"]
+           "TrainingFixes", "TensorBoardLogger", "SAFE_CLASSES"]
 
 
 def default_model_name() -> str:
@@ -64,16 +65,22 @@ class TensorBoardLogger(loggers.TensorBoardLogger):
         return type(self), (self.save_dir, self.name, self.version)
 
 
-class KeepInterruptedTraining(pl.Callback):
-    """Keeps the trainer and module of a training that Ctrl+C stops, until ``fit`` takes them.
+class TrainingFixes(pl.Callback):
+    """Training starts in training mode, and an interrupted one leaves its trainer and module.
 
-    darts attaches the module and trainer to the model only after training returns, and
-    Lightning ends an interrupted training with ``sys.exit(1)``: without this, an interrupted
-    first fit would leave a model without weights.
+    Lightning trains a module in the mode it finds it in, and darts' ``to_onnx`` leaves the
+    exported module, and darts' default ``loss_fn`` that every model shares, in evaluation mode:
+    a later fit would train without dropout (``test_training_after_an_export_...``). darts
+    attaches the module and trainer to the model only after training returns, and Lightning
+    ends an interrupted training with ``sys.exit(1)``: without keeping them until ``fit`` takes
+    them (:func:`interruptible`), an interrupted first fit would leave a model without weights.
     """
 
     def __init__(self) -> None:
         self.interrupted: tuple[pl.Trainer, pl.LightningModule] | None = None
+
+    def on_fit_start(self, trainer, pl_module) -> None:
+        pl_module.train()
 
     def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
         if isinstance(exception, KeyboardInterrupt):
@@ -91,7 +98,7 @@ def trainer_kwargs(trainer_params: dict[str, Any], given: dict[str, Any],
     plugins = list(params.get("plugins") or [])
     if not any(isinstance(plugin, TorchCheckpointIO) for plugin in plugins):
         params["plugins"] = plugins + [AtomicCheckpointIO()]
-    params["callbacks"] = list(params.get("callbacks") or []) + [KeepInterruptedTraining()]
+    params["callbacks"] = list(params.get("callbacks") or []) + [TrainingFixes()]
     logger = params.get("logger")
     if log_tensorboard and "logger" not in given and isinstance(logger, loggers.TensorBoardLogger):
         params["logger"] = TensorBoardLogger(logger.save_dir, logger.name, logger.version)
@@ -113,7 +120,7 @@ def interruptible(model) -> Iterator[None]:
         if not isinstance(error.__context__, KeyboardInterrupt):
             raise
         for callback in model.trainer_params.get("callbacks") or []:
-            if isinstance(callback, KeepInterruptedTraining) and callback.interrupted:
+            if isinstance(callback, TrainingFixes) and callback.interrupted:
                 model.trainer, model.model = callback.interrupted
                 callback.interrupted = None
         raise KeyboardInterrupt(_interrupted_message(model)) from None
@@ -143,4 +150,4 @@ def _interrupted_message(model) -> str:
 
 #: The classes of this module a saved model holds (in its trainer arguments), for darts' safe
 #: loading.
-SAFE_CLASSES = [AtomicCheckpointIO, KeepInterruptedTraining, TensorBoardLogger]
+SAFE_CLASSES = [AtomicCheckpointIO, TrainingFixes, TensorBoardLogger]

@@ -544,10 +544,6 @@ class ReinPatchModel(MixedCovariatesTorchModel):
                 fix="Pass a longer series, or use a smaller input_chunk_length or "
                 "output_chunk_length.",
             )
-        if self.model is not None:
-            # Lightning trains a module in the mode it finds it in, and darts' to_onnx leaves
-            # it in evaluation mode (no dropout)
-            self.model.train()
         with interruptible(self):
             super().fit(
                 _as_float32(series), _as_float32(past_covariates), _as_float32(future_covariates),

@@ -2,8 +2,10 @@
 
 For every patcher that exports (uniform, learned, frozen pretrained), at one and two levels,
 with and without covariates, the graph run by darts' ``run_onnx_prediction`` gives
-``predict``'s forecasts to 1e-5; the decoded boundaries in onnxruntime are the eager ones,
-bit for bit. Skipped without the onnx extra (``pip install 'reinpatch-forecast[onnx]'``).
+``predict``'s forecasts to 1e-5, rolled over its own forecasts beyond the horizon; the decoded
+boundaries in onnxruntime are the eager ones, bit for bit. Exporting dominates the time of
+these tests (seconds per graph, whatever the size of the network), so each configuration is
+exported once. Skipped without the onnx extra (``pip install 'reinpatch-forecast[onnx]'``).
 """
 
 from __future__ import annotations
@@ -29,18 +31,16 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 #: The tiny model, with a lookback of 24 so that two levels have room: N1 = 8, N2 = 4.
 SIZE = dict(TINY_DARTS, input_chunk_length=24, output_chunk_length=4, compression_rate=3)
 TWO_LEVELS = dict(levels=2, compression_rate=(3, 2))
-#: id -> (model overrides, covariate kinds: "p"ast, "f"uture, "s"tatic)
+#: id -> (model overrides, covariate kinds: "p"ast, "f"uture, "s"tatic, components). The
+#: default model without covariates is exported by the deployment page's example.
 CONFIGURATIONS = {
-    "uniform": (dict(patcher="uniform"), ""),
-    "uniform-2-levels": (dict(patcher="uniform", **TWO_LEVELS), ""),
-    "learned": (dict(), ""),
-    "learned-2-levels": (dict(TWO_LEVELS), ""),
-    "learned-at-most": (dict(budget="at_most", compression_rate=2), ""),
-    "pretrained": (dict(patcher="pretrained"), ""),
-    "uniform-covariates": (dict(patcher="uniform"), "pfs"),
-    "learned-covariates": (dict(), "pfs"),
-    "learned-2-levels-covariates": (dict(TWO_LEVELS), "pfs"),
-    "pretrained-covariates": (dict(patcher="pretrained"), "pfs"),
+    "uniform-2-levels": (dict(patcher="uniform", **TWO_LEVELS), "", 1),
+    "learned-2-levels": (dict(TWO_LEVELS), "", 1),
+    "learned-at-most": (dict(budget="at_most", compression_rate=2), "", 1),
+    "uniform-covariates": (dict(patcher="uniform"), "pfs", 1),
+    "learned-covariates": (dict(), "pfs", 1),
+    "learned-2-levels-multivariate-covariates": (dict(TWO_LEVELS), "pfs", 3),
+    "pretrained-covariates": (dict(patcher="pretrained"), "pfs", 1),
 }
 TOLERANCE = 1e-5
 
@@ -89,84 +89,89 @@ def onnx_and_eager(model, tmp_path, windows: list[TimeSeries], covariates: dict,
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(CONFIGURATIONS))
 def test_exported_graph_gives_the_forecasts_of_predict(name, make_model, tmp_path):
-    overrides, kinds = CONFIGURATIONS[name]
-    model, series, covariates = fitted(make_model, overrides, kinds)
+    """Also ``n`` beyond the horizon (4): the graph rolls over its own forecasts, as
+    ``predict`` does."""
+    overrides, kinds, components = CONFIGURATIONS[name]
+    model, series, covariates = fitted(make_model, overrides, kinds, components)
     windows = [series[start:start + 40] for start in range(0, 80, 9)]
-    before = model.predict(4, series=windows[0], **covariates).values()
-    exported, eager = onnx_and_eager(model, tmp_path, windows, covariates, n=4)
-    np.testing.assert_allclose(exported, eager, rtol=0, atol=TOLERANCE)
-    # Exporting leaves the model as it was.
-    assert np.array_equal(model.predict(4, series=windows[0], **covariates).values(), before)
-
-
-@pytest.mark.slow
-def test_autoregressive_multivariate_forecast_matches(make_model, tmp_path):
-    """``n`` beyond the horizon rolls the graph over its own forecasts, as ``predict`` does."""
-    model, series, covariates = fitted(make_model, dict(TWO_LEVELS), "f", components=3)
-    windows = [series[start:start + 30] for start in (0, 37, 70)]
+    before = model.predict(11, series=windows[0], **covariates).values()
     exported, eager = onnx_and_eager(model, tmp_path, windows, covariates, n=11)
-    assert exported.shape == (3, 11, 3)
+    assert exported.shape == (len(windows), 11, components)
     np.testing.assert_allclose(exported, eager, rtol=0, atol=TOLERANCE)
+    # Exporting leaves the model as it was, and a later fit trains in training mode (darts'
+    # export leaves the module in evaluation mode)
+    assert np.array_equal(model.predict(11, series=windows[0], **covariates).values(), before)
+    model.fit(series, epochs=1, **covariates)
+    assert all(module.training for module in model.model.modules())
 
 
-class _Boundaries(torch.nn.Module):
-    """The network's decoded starts (and coarse starts) as a graph output."""
+class _Decode(torch.nn.Module):
+    """The network's forecast and its decoded starts (and coarse starts) as graph outputs."""
 
     def __init__(self, network) -> None:
         super().__init__()
         self.network = network
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        if self.network.config.levels == 1:
-            return (self.network.boundaries(x),)
-        return self.network.boundaries(x), self.network.coarse_boundaries(x)
+        outputs = (self.network(x), self.network.boundaries(x))
+        if self.network.config.levels == 2:
+            outputs += (self.network.coarse_boundaries(x),)
+        return outputs
+
+
+def _export_decode(model, series, tmp_path, **export_kwargs):
+    """The graph of :class:`_Decode` in onnxruntime, a function of windows ``(B, L, 1)``."""
+    network = model.model.network.eval()
+    decode = _Decode(network).eval()
+    values = series.values()
+    windows = torch.as_tensor(np.stack([values[i:i + 24] for i in range(len(values) - 24)]))
+    path = tmp_path / "decode.onnx"
+    torch.onnx.export(decode, (export_kwargs.pop("example", windows),), str(path), dynamo=True,
+                      verbose=False, input_names=["x"], **export_kwargs)
+    session = ort.InferenceSession(str(path))
+
+    def check(x: torch.Tensor) -> None:
+        got = session.run(None, {"x": x.numpy()})
+        with torch.no_grad():
+            expected = decode(x)
+        np.testing.assert_allclose(got[0], expected[0].numpy(), rtol=0, atol=TOLERANCE)
+        for exported, eager in zip(got[1:], expected[1:]):
+            assert np.array_equal(exported, eager.numpy())
+
+    grid = network.boundaries(windows[:1])[0, 0]
+    assert bool((network.boundaries(windows) != grid).any()), "windows should move boundaries"
+    return check, windows
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["learned", "learned-2-levels", "learned-at-most"])
+@pytest.mark.parametrize("name", ["learned", "learned-at-most"])
 def test_exported_decode_gives_the_same_boundaries(name, make_model, tmp_path):
     """The policy's export forms (comparison counts for searchsorted, prefix maxima for
     cummax) decode exactly the eager boundaries, on windows that move them off the grid.
 
     (The frozen pretrained patcher runs the same code; on these sine windows it keeps the
     grid, so it would test less.)"""
-    model, series, _ = fitted(make_model, *CONFIGURATIONS[name])
-    network = model.model.network.eval()
-    values = series.values()
-    x = torch.as_tensor(np.stack([values[i:i + 24] for i in range(len(values) - 24)]))  # (B,L,1)
-    decode = _Boundaries(network).eval()
-    with torch.no_grad():
-        expected = decode(x)
-    path = tmp_path / "boundaries.onnx"
-    torch.onnx.export(decode, (x,), str(path), dynamo=True, verbose=False)
-    session = ort.InferenceSession(str(path))
-    got = session.run(None, {session.get_inputs()[0].name: x.numpy()})
-    for exported, eager in zip(got, expected):
-        assert np.array_equal(exported, eager.numpy())
-    grid = network.boundaries(x[:1])[0, 0]
-    assert bool((expected[0] != grid).any()), "the test windows should move some boundaries"
+    overrides = {"learned": {}, "learned-at-most": dict(budget="at_most", compression_rate=2)}
+    model, series, _ = fitted(make_model, overrides[name], "")
+    check, windows = _export_decode(model, series, tmp_path)
+    check(windows)
 
 
 @pytest.mark.slow
-def test_a_dynamic_batch_axis_survives_row_chunking(make_model, tmp_path):
-    """Exported with a dynamic batch axis from an example large enough to be split into row
-    chunks, the graph still serves any batch size: the export runs whole rows."""
+def test_two_levels_export_with_a_dynamic_batch_axis_and_row_chunking(make_model, tmp_path):
+    """Two levels decode exactly the eager boundaries too; and exported with a dynamic batch
+    axis from an example large enough to be split into row chunks, the graph serves any batch
+    size: the export runs whole rows."""
     model, series, _ = fitted(make_model, dict(TWO_LEVELS), "")
-    network = model.model.network.eval()
-    network.patcher.chunk_elements = 1  # one row per chunk in eager runs
+    model.model.network.patcher.chunk_elements = 1  # one row per chunk in eager runs
     values = series.values()
     example = torch.as_tensor(np.stack([values[i:i + 24] for i in range(6)]))
-    path = tmp_path / "network.onnx"
     batch = torch.export.Dim("batch", min=1, max=1024)
-    torch.onnx.export(network, (example,), str(path), dynamo=True, verbose=False,
-                      dynamic_shapes=({0: batch},), input_names=["x"])
-    session = ort.InferenceSession(str(path))
+    check, windows = _export_decode(model, series, tmp_path, example=example,
+                                    dynamic_shapes=({0: batch},))
+    check(windows)
     for size in (1, 5, 31):
-        x = torch.as_tensor(np.stack([values[i:i + 24] for i in range(size)]))
-        with torch.no_grad():
-            expected = network(x).numpy()
-        np.testing.assert_allclose(session.run(None, {"x": x.numpy()})[0], expected, rtol=0,
-                                   atol=TOLERANCE)
+        check(windows[:size])
 
 
 @pytest.mark.parametrize("patcher", ["random", "volatility"])
