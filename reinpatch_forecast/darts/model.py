@@ -343,6 +343,10 @@ class ReinPatchModel(MixedCovariatesTorchModel):
     network's dropout is darts' ``MonteCarloDropout``; they differ when ``dropout > 0``), and
     without ``mc_dropout`` the forecast is deterministic.
 
+    darts' ``to_onnx`` exports the prediction path (the decoded patching and the backbone) for
+    onnxruntime; the ``"random"`` and ``"volatility"`` patchers have no ONNX form and are
+    refused with the reason (see the deployment page of the documentation).
+
     With ``save_checkpoints=True``, checkpoints are written to a temporary file beside them and
     renamed into place (:class:`~reinpatch_forecast.darts.checkpoints.AtomicCheckpointIO`, in
     the trainer's ``plugins`` unless ``pl_trainer_kwargs`` give a checkpoint plugin): a process
