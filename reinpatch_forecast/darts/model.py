@@ -401,7 +401,7 @@ class ReinPatchModel(MixedCovariatesTorchModel):
                 "do not pass use_reversible_instance_norm. Use revin_affine=True for a learned "
                 "affine map."
             )
-        torch_params, self_pl_module_params = darts_api.split_params(self)
+        torch_params, pl_module_params = darts_api.split_params(self)
         if torch_params.get("model_name") is None:
             # not in model_params, so that untrained_model() and clones draw a name of their own
             torch_params["model_name"] = default_model_name()
@@ -409,7 +409,7 @@ class ReinPatchModel(MixedCovariatesTorchModel):
             create_run_folder(torch_params.get("work_dir", _DEFAULT_WORK_DIR),
                               torch_params["model_name"])
         super().__init__(**torch_params)
-        self.pl_module_params = self_pl_module_params
+        self.pl_module_params = pl_module_params
         self.trainer_params = trainer_kwargs(self.trainer_params,
                                              given=kwargs.get("pl_trainer_kwargs") or {},
                                              log_tensorboard=bool(kwargs.get("log_tensorboard")))
