@@ -9,6 +9,7 @@ Private darts names are used in ``darts/_darts_api.py`` only.
 from __future__ import annotations
 
 import ast
+import copyreg
 import inspect
 from pathlib import Path
 
@@ -88,3 +89,10 @@ def test_private_darts_names_only_in_the_adapter_module():
             if name in private and name != "_create_model":  # the abstract hook is defined
                 used.setdefault(path.name, set()).add(name)
     assert used == {}
+
+
+def test_importing_the_package_changes_no_pickling_of_darts_classes():
+    """Saved models with a likelihood load through darts' safe loader as they pickle by
+    default (``test_persistence.py``'s quantile case); nothing is registered process-wide."""
+    assert not [cls for cls in copyreg.dispatch_table
+                if getattr(cls, "__module__", "").startswith("darts")]
