@@ -70,7 +70,7 @@ class TrainingFixes(pl.Callback):
 
     Lightning trains a module in the mode it finds it in, and darts' ``to_onnx`` leaves the
     exported module, and darts' default ``loss_fn`` that every model shares, in evaluation mode:
-    a later fit would train without dropout (``test_training_after_an_export_...``). darts
+    a later fit would train without dropout (``test_onnx.py``: a fit after the export). darts
     attaches the module and trainer to the model only after training returns, and Lightning
     ends an interrupted training with ``sys.exit(1)``: without keeping them until ``fit`` takes
     them (:func:`interruptible`), an interrupted first fit would leave a model without weights.

@@ -98,11 +98,8 @@ def test_exported_graph_gives_the_forecasts_of_predict(name, make_model, tmp_pat
     exported, eager = onnx_and_eager(model, tmp_path, windows, covariates, n=11)
     assert exported.shape == (len(windows), 11, components)
     np.testing.assert_allclose(exported, eager, rtol=0, atol=TOLERANCE)
-    # Exporting leaves the model as it was, and a later fit trains in training mode (darts'
-    # export leaves the module in evaluation mode)
+    # Exporting leaves the model as it was.
     assert np.array_equal(model.predict(11, series=windows[0], **covariates).values(), before)
-    model.fit(series, epochs=1, **covariates)
-    assert all(module.training for module in model.model.modules())
 
 
 class _Boundaries(torch.nn.Module):
@@ -186,6 +183,10 @@ def test_patchers_without_an_onnx_form_are_refused_with_the_reason(patcher, make
         causes.append(causes[-1].__cause__)
     assert any(isinstance(error, ValueError) for error in causes)
     assert not (tmp_path / "model.onnx").exists()
+    # darts' export puts the module in evaluation mode (also when it fails): a later fit
+    # still trains in training mode
+    model.fit(noisy_sine(length=60), epochs=1)
+    assert all(module.training for module in model.model.modules())
 
 
 def test_an_untrained_model_is_refused(make_model, tmp_path):
