@@ -350,7 +350,9 @@ class ReinPatchModel(MixedCovariatesTorchModel):
     With ``save_checkpoints=True``, checkpoints are written to a temporary file beside them and
     renamed into place (:class:`~reinpatch_forecast.darts.checkpoints.AtomicCheckpointIO`, in
     the trainer's ``plugins`` unless ``pl_trainer_kwargs`` give a checkpoint plugin): a process
-    killed at any moment leaves the previous checkpoints loadable.
+    killed at any moment leaves the previous checkpoints loadable. The plugin and the callback
+    of :mod:`~reinpatch_forecast.darts._darts_fixes` are part of the model's trainer
+    arguments; ``load(path, pl_trainer_kwargs=...)`` replaces those arguments as given (darts).
 
     Examples
     --------
