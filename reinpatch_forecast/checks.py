@@ -22,6 +22,8 @@ darts. The rules:
   the last known values before it.
 * **Saved files** (:func:`check_saved_file`, :func:`load_error`): an intact ``torch.save``
   file, loadable on this machine.
+* **Trained models** (:func:`check_trained`): a model forecasts (or exports its patches) only
+  once it has weights, from ``fit`` or a loader.
 
 This module depends on numpy, pandas and :mod:`reinpatch_forecast.errors` only: the datasets,
 which depend on numpy and pandas only, call it too.
@@ -51,6 +53,7 @@ __all__ = [
     "pad_future_covariates",
     "check_saved_file",
     "load_error",
+    "check_trained",
 ]
 
 
@@ -340,3 +343,21 @@ def load_error(path: str | os.PathLike, error: BaseException) -> Exception:
         "ReinPatchModel.save, or it was saved by an incompatible version of reinpatch-forecast "
         "or darts. Re-save the model with model.save(path) from the session that trained it."
     )
+
+
+def check_trained(trained: bool, before: str) -> None:
+    """Raise a ``ValueError`` saying how to get a trained model, unless ``trained``.
+
+    Parameters
+    ----------
+    trained
+        Whether the model has weights (it was fitted or loaded).
+    before
+        The call that needs them, e.g. ``"predict()"``.
+    """
+    if not trained:
+        raise ReinPatchInputError(
+            f"This ReinPatchModel is not trained yet: call fit() before {before}, or load a "
+            "trained model with ReinPatchModel.load(path), load_weights(path) or "
+            "ReinPatchModel.load_from_checkpoint(model_name)."
+        )

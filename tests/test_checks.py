@@ -197,3 +197,11 @@ def test_the_finite_check_names_columns_and_takes_a_fix():
     checks.check_finite_values(np.array([[1e30]]), "x", limit=None)
     with pytest.raises(ValueError, match=r"has values up to 1e\+30 .* beyond 1e\+18"):
         checks.check_finite_values(np.array([[1e30]]), "x")
+
+
+def test_an_untrained_model_is_refused_with_how_to_get_a_trained_one():
+    checks.check_trained(True, "predict()")
+    with pytest.raises(ReinPatchInputError,
+                       match=r"not trained yet: call fit\(\) before predict\(\), or load a "
+                             r"trained model with ReinPatchModel\.load\(path\)"):
+        checks.check_trained(False, "predict()")

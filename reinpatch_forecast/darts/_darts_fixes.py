@@ -1,9 +1,22 @@
-"""General fixes of darts' ``TorchForecastingModel``, none of them about ReinPatch.
+"""Fixes of darts' and Lightning's training machinery, none of them about ReinPatch.
 
-:class:`DartsFixesMixin` goes before the darts base class (``class M(DartsFixesMixin,
-MixedCovariatesTorchModel)``). Each override below is a private darts method, with a one-line
-reason naming what darts lacks; ``tests/darts/test_overrides.py`` lists them, so that a new one
-is a visible change. :func:`default_model_name` gives every model a name of its own.
+Each comes through a hook darts or Lightning offer, and each has the test that shows the
+failure it prevents:
+
+* :func:`default_model_name`: a model name of its own for every model; darts' default is
+  shared by the models a process creates within one second, which then overwrite each other's
+  checkpoints (``test_processes_and_models_with_default_names_keep_their_own_checkpoints``).
+* :func:`create_run_folder`: the model's folder made before darts checks for it; darts checks
+  that the folder exists, then creates it, so of two processes starting models in one new
+  ``work_dir`` the slower fails (``test_a_work_dir_created_by_another_process_meanwhile...``).
+* :func:`trainer_kwargs` adds to ``pl_trainer_kwargs``: the atomic checkpoint plugin
+  (:class:`~reinpatch_forecast.darts.checkpoints.AtomicCheckpointIO`), the callback that trains
+  the module in training mode and keeps the trainer of an interrupted fit
+  (:class:`TrainingFixes`), and, for
+  ``log_tensorboard=True``, a TensorBoard logger that darts' safe loader can read back
+  (:class:`TensorBoardLogger`).
+* :func:`interruptible`: Ctrl+C during ``fit`` as a ``KeyboardInterrupt`` that leaves the model
+  usable; Lightning answers it with ``sys.exit(1)`` and ignores SIGINT from then on.
 """
 
 from __future__ import annotations
@@ -13,134 +26,128 @@ import os
 import signal
 import threading
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
-from darts.models.forecasting.torch_forecasting_model import _get_logs_folder, _get_runs_folder
+import pytorch_lightning as pl
 from lightning_fabric.plugins.io.torch_io import TorchCheckpointIO
-from pytorch_lightning.loggers import TensorBoardLogger
+from pytorch_lightning import loggers
 
 from .checkpoints import AtomicCheckpointIO
 
-__all__ = ["DartsFixesMixin", "default_model_name"]
-
-#: Stands for the TensorBoard logger of ``log_tensorboard=True`` in a pickled model.
-_OWN_TENSORBOARD_LOGGER = "<the model's TensorBoard logger, rebuilt on load>"
+__all__ = ["default_model_name", "create_run_folder", "trainer_kwargs", "interruptible",
+           "TrainingFixes", "TensorBoardLogger", "SAFE_CLASSES"]
 
 
 def default_model_name() -> str:
-    """darts' default model name made unique with 8 random hex digits.
-
-    darts' name alone (``"<date>_<time to the second>_torch_model_run_<pid>"``) is shared by all
-    models a process creates within one second (and by processes with the same pid in different
-    containers); such models, checkpointing in one ``work_dir``, overwrite each other's files.
-    """
+    """darts' default model name (``"<date>_<time>_torch_model_run_<pid>"``) made unique with
+    8 random hex digits."""
     now = datetime.datetime.now().strftime("%Y-%m-%d_%H_%M_%S")
     return f"{now}_torch_model_run_{os.getpid()}_{uuid.uuid4().hex[:8]}"
 
 
-class DartsFixesMixin:
-    """Atomic checkpoints, a race-free work dir, single-device prediction under DDP, and Ctrl+C
-    as a ``KeyboardInterrupt`` that leaves the model usable."""
+def create_run_folder(work_dir: str, model_name: str) -> None:
+    """Create ``work_dir/model_name`` (the folder of a model's checkpoints and logs) if it is
+    missing, whoever creates it first."""
+    os.makedirs(os.path.join(work_dir, model_name), exist_ok=True)
 
-    # darts lacks a loadable file for a model with log_tensorboard=True: it pickles the
-    # TensorBoard logger it created, a class its safe loader refuses. The logger is left out of
-    # the pickle and rebuilt on load, on the same folder; a logger the user passed is kept.
+
+class TensorBoardLogger(loggers.TensorBoardLogger):
+    """Lightning's TensorBoard logger, pickled as its three constructor arguments.
+
+    darts builds a TensorBoard logger for ``log_tensorboard=True`` and saves it with the model;
+    its pickled state holds classes darts' safe loader refuses. This one reduces to its folder,
+    name and version, so the model loads without ``trusted=True`` and logs where it did.
+    """
+
+    def __reduce__(self):
+        return type(self), (self.save_dir, self.name, self.version)
+
+
+class TrainingFixes(pl.Callback):
+    """Training starts in training mode, and an interrupted one leaves its trainer and module.
+
+    Lightning trains a module in the mode it finds it in, and darts' ``to_onnx`` leaves the
+    exported module, and darts' default ``loss_fn`` that every model shares, in evaluation mode:
+    a later fit would train without dropout (``test_onnx.py``: a fit after the export). darts
+    attaches the module and trainer to the model only after training returns, and Lightning
+    ends an interrupted training with ``sys.exit(1)``: without keeping them until ``fit`` takes
+    them (:func:`interruptible`), an interrupted first fit would leave a model without weights.
+    """
+
+    def __init__(self) -> None:
+        self.interrupted: tuple[pl.Trainer, pl.LightningModule] | None = None
+
+    def on_fit_start(self, trainer, pl_module) -> None:
+        pl_module.train()
+
+    def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
+        if isinstance(exception, KeyboardInterrupt):
+            self.interrupted = (trainer, pl_module)
+
     def __getstate__(self) -> dict:
-        state = super().__getstate__()
-        if self._owns_logger(state["trainer_params"].get("logger")):
-            state["trainer_params"] = {**state["trainer_params"], "logger": _OWN_TENSORBOARD_LOGGER}
-        return state
+        return {"interrupted": None}  # a trainer is never pickled with the model
 
-    # darts lacks the logger back after such a load: the one left out is rebuilt here.
-    def __setstate__(self, state: dict) -> None:
-        rebuild = state.get("trainer_params", {}).get("logger") == _OWN_TENSORBOARD_LOGGER
-        super().__setstate__(state)
-        if rebuild:
-            self.trainer_params["logger"] = TensorBoardLogger(
-                save_dir=_get_logs_folder(self.work_dir, self.model_name), name="", version="logs")
 
-    def _owns_logger(self, logger) -> bool:
-        """Whether ``logger`` is the TensorBoard logger darts built for ``log_tensorboard=True``
-        (not one given in ``pl_trainer_kwargs``)."""
-        given = (self._model_params.get("pl_trainer_kwargs") or {}).get("logger")
-        return isinstance(logger, TensorBoardLogger) and logger is not given and bool(
-            self._model_params.get("log_tensorboard"))
+def trainer_kwargs(trainer_params: dict[str, Any], given: dict[str, Any],
+                   log_tensorboard: bool) -> dict[str, Any]:
+    """darts' ``trainer_params`` with the fixes of this module; what the user ``given`` in
+    ``pl_trainer_kwargs`` (a checkpoint plugin, a logger) is kept."""
+    params = dict(trainer_params)
+    plugins = list(params.get("plugins") or [])
+    if not any(isinstance(plugin, TorchCheckpointIO) for plugin in plugins):
+        params["plugins"] = plugins + [AtomicCheckpointIO()]
+    params["callbacks"] = list(params.get("callbacks") or []) + [TrainingFixes()]
+    logger = params.get("logger")
+    if log_tensorboard and "logger" not in given and isinstance(logger, loggers.TensorBoardLogger):
+        params["logger"] = TensorBoardLogger(logger.save_dir, logger.name, logger.version)
+    return params
 
-    # darts lacks a race-free mkdir: it checks that the folders exist, then creates them, so of
-    # two processes starting models in one work_dir at once the loser fails with FileExistsError.
-    def _create_save_dirs(self) -> None:
-        os.makedirs(_get_runs_folder(self.work_dir, self.model_name), exist_ok=True)
 
-    # darts lacks atomic checkpoint files (and a hook for trainer plugins): its default
-    # checkpoint plugin is replaced by the atomic one (same safe loading); a user's own is kept.
-    @classmethod
-    def _init_trainer(cls, trainer_params: dict, max_epochs: int | None = None):
-        plugins = list(trainer_params.get("plugins") or [])
-        if not any(isinstance(plugin, TorchCheckpointIO) for plugin in plugins):
-            trainer_params = {**trainer_params, "plugins": plugins + [AtomicCheckpointIO()]}
-        return super(DartsFixesMixin, cls)._init_trainer(trainer_params, max_epochs)
+@contextmanager
+def interruptible(model) -> Iterator[None]:
+    """Turn Lightning's exit on Ctrl+C during ``model.fit`` back into a ``KeyboardInterrupt``.
 
-    # darts lacks single-device prediction under DDP: Lightning splits the series of a
-    # prediction among the processes of a distributed trainer (each would get part of the
-    # forecasts, or fail with fewer series than processes); a given trainer is kept.
-    def _setup_for_predict(self, *args, trainer=None, verbose=None, **kwargs):
-        if trainer is None and self.model is not None:
-            trainer = self._single_device_trainer(verbose)
-        return super()._setup_for_predict(*args, trainer=trainer, verbose=verbose, **kwargs)
+    The model keeps the module and trainer of the interrupted training (it predicts, saves and
+    trains on), the message says where its checkpoints are, and the SIGINT handler of before
+    the fit is restored (Lightning leaves SIGINT ignored).
+    """
+    handler = signal.getsignal(signal.SIGINT)
+    try:
+        yield
+    except SystemExit as error:
+        if not isinstance(error.__context__, KeyboardInterrupt):
+            raise
+        for callback in model.trainer_params.get("callbacks") or []:
+            if isinstance(callback, TrainingFixes) and callback.interrupted:
+                model.trainer, model.model = callback.interrupted
+                callback.interrupted = None
+        raise KeyboardInterrupt(_interrupted_message(model)) from None
+    finally:
+        if (handler is not None and threading.current_thread() is threading.main_thread()
+                and signal.getsignal(signal.SIGINT) is not handler):
+            signal.signal(signal.SIGINT, handler)
 
-    def _single_device_trainer(self, verbose):
-        """darts' own trainer for prediction, or, when it spans several devices or processes,
-        the same on this process's device alone."""
-        built = self._setup_trainer(None, self.model, verbose, self.n_epochs)
-        if built.world_size <= 1 and built.num_devices <= 1:
-            return built
-        root = built.strategy.root_device
-        params = self.trainer_params
-        self.trainer_params = {
-            **params,
-            "devices": [root.index or 0] if root.type == "cuda" else 1,
-            "strategy": "auto",
-            "num_nodes": 1,
-        }
-        try:
-            return self._setup_trainer(None, self.model, verbose, self.n_epochs)
-        finally:
-            self.trainer_params = params
 
-    # darts lacks a usable model after Ctrl+C: it attaches the module and trainer only after
-    # training (attached before, an interrupted first fit keeps its weights, predicts, saves),
-    # and Lightning answers Ctrl+C with sys.exit(1), here turned back into a KeyboardInterrupt.
-    def _train(self, trainer, model, *args, **kwargs) -> None:
-        self.model, self.trainer = model, trainer
-        sigint_handler = signal.getsignal(signal.SIGINT)
-        try:
-            super()._train(trainer, model, *args, **kwargs)
-        except SystemExit as error:
-            # Lightning stops training, ignores SIGINT from then on and calls sys.exit(1); a
-            # KeyboardInterrupt keeps the session (and a notebook kernel) alive.
-            if not isinstance(error.__context__, KeyboardInterrupt):
-                raise
-            raise KeyboardInterrupt(self._interrupted_message()) from None
-        finally:
-            if (
-                sigint_handler is not None
-                and threading.current_thread() is threading.main_thread()
-                and signal.getsignal(signal.SIGINT) is not sigint_handler
-            ):
-                signal.signal(signal.SIGINT, sigint_handler)
-
-    def _interrupted_message(self) -> str:
-        epoch = self.trainer.current_epoch if self.trainer is not None else "?"
-        message = (
-            f"Training of {self.model_name!r} was interrupted in epoch {epoch}. The model keeps "
-            "the weights of its last training step: it can predict and save, and fit() "
-            "continues training."
+def _interrupted_message(model) -> str:
+    epoch = model.trainer.current_epoch if model.trainer is not None else "?"
+    message = (
+        f"Training of {model.model_name!r} was interrupted in epoch {epoch}. The model keeps "
+        "the weights of its last training step: it can predict and save, and fit() continues "
+        "training."
+    )
+    if model.save_checkpoints:
+        name = type(model).__name__
+        message += (
+            " The checkpoints written so far are in "
+            f"{os.path.join(model.work_dir, model.model_name, 'checkpoints')}: "
+            f"{name}.load_from_checkpoint({model.model_name!r}, work_dir={model.work_dir!r}, "
+            "best=False) restores the last one."
         )
-        if self.save_checkpoints:
-            name = type(self).__name__
-            message += (
-                " The checkpoints written so far are in "
-                f"{os.path.join(self.work_dir, self.model_name, 'checkpoints')}: "
-                f"{name}.load_from_checkpoint({self.model_name!r}, "
-                f"work_dir={self.work_dir!r}, best=False) restores the last one."
-            )
-        return message
+    return message
+
+
+#: The classes of this module a saved model holds (in its trainer arguments), for darts' safe
+#: loading.
+SAFE_CLASSES = [AtomicCheckpointIO, TrainingFixes, TensorBoardLogger]

@@ -14,8 +14,8 @@ final step is always an ``os.replace`` (atomic on POSIX and Windows): a checkpoi
 either the previous complete file or the new complete one.
 
 A process killed during a write leaves its hidden temporary file behind.
-:func:`remove_abandoned_writes` deletes those whose writer is gone; the model calls it on the
-folder it saves to or loads from, and the plugin on the checkpoint folder before each write.
+:func:`remove_abandoned_writes` deletes those whose writer is gone; the model's loaders call it
+on the folder they read from, and the plugin on the checkpoint folder before each write.
 """
 
 from __future__ import annotations
@@ -29,9 +29,10 @@ import uuid
 from typing import Any
 
 import torch
-from darts.utils.serialization.torch import _DartsCheckpointIO
 from fsspec.implementations.local import LocalFileSystem
 from lightning_fabric.utilities.cloud_io import get_filesystem
+
+from ._darts_api import DartsCheckpointIO
 
 __all__ = ["AtomicCheckpointIO", "TEMPORARY_SUFFIX", "remove_abandoned_writes"]
 
@@ -108,7 +109,7 @@ def remove_abandoned_writes(folder: str) -> list[str]:
     return removed
 
 
-class AtomicCheckpointIO(_DartsCheckpointIO):
+class AtomicCheckpointIO(DartsCheckpointIO):
     """darts' checkpoint plugin (safe loading) with atomic local writes.
 
     A checkpoint is written to a hidden ``.<name>.<host>.<pid>-<random>.partial`` file in its own

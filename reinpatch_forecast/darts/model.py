@@ -10,18 +10,18 @@ N : patches per series, ``ceil(L / compression_rate)``
 H : ``output_chunk_length``
 Q : parameters per step (``likelihood.num_parameters``, 1 without a likelihood)
 
-Over 500 lines for a reason: the Lightning module stays beside the model, because saved models
-record its class path (``reinpatch_forecast.darts.model._ReinPatchModule``). The model overrides
-only public darts members (and the abstract ``_create_model``), each with its reason; darts'
-general gaps (atomic checkpoints, the work-dir race, prediction under DDP, Ctrl+C) are filled by
-:class:`~reinpatch_forecast.darts._darts_fixes.DartsFixesMixin`.
+The Lightning module stays beside the model: saved models record its class path
+(``reinpatch_forecast.darts.model._ReinPatchModule``). Each darts member overridden here has a
+one-line reason above it; darts' private names are reached through
+:mod:`~reinpatch_forecast.darts._darts_api` only, and the fixes of darts' training machinery
+(atomic checkpoints, the work-dir race, TensorBoard logger pickling, Ctrl+C) are in
+:mod:`~reinpatch_forecast.darts._darts_fixes`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import copyreg
-import importlib.util
+import inspect
 import os
 from typing import Any, Iterator, Sequence
 
@@ -33,7 +33,7 @@ from darts.models.forecasting.torch_forecasting_model import (
     DEFAULT_DARTS_FOLDER,
     INIT_MODEL_NAME,
     MixedCovariatesTorchModel,
-    _get_checkpoint_fname,
+    TorchForecastingModel,
 )
 from darts.utils.data.torch_datasets.utils import (
     PLModuleInput,
@@ -41,7 +41,6 @@ from darts.utils.data.torch_datasets.utils import (
     TorchTrainingBatch,
     TorchTrainingSample,
 )
-from darts.utils.likelihood_models.base import LikelihoodType
 from darts.utils.likelihood_models.torch import GaussianLikelihood
 from darts.utils.serialization import add_safe_globals
 from darts.utils.torch import MonteCarloDropout
@@ -64,9 +63,16 @@ from ..options import (
     document_options,
     options_from,
 )
-from ..checks import check_darts_series, check_saved_file, load_error
+from ..checks import check_darts_series, check_saved_file, check_trained, load_error
+from . import _darts_api as darts_api
+from ._darts_fixes import (
+    SAFE_CLASSES,
+    create_run_folder,
+    default_model_name,
+    interruptible,
+    trainer_kwargs,
+)
 from .boundaries import PatchBoundaries
-from ._darts_fixes import DartsFixesMixin, default_model_name
 from .checkpoints import remove_abandoned_writes
 from .rewards import elementwise_loss
 
@@ -144,11 +150,28 @@ class _ReinPatchModule(PLForecastingModule):
             return None
         return covariates
 
+    #: The patchers whose decode has no ONNX form, and why (see docs/deployment.md).
+    NOT_EXPORTABLE = {
+        "random": "its decode draws from a seeded torch.Generator, which an ONNX graph cannot "
+                  "hold (ONNX's RandomUniform does not give torch's numbers)",
+        "volatility": "it ranks the steps with a stable sort (aten.sort.stable), which has no "
+                      "ONNX function",
+    }
+
+    # darts' abstract hook: the greedy (decoded) forecast, for validation and prediction.
     @io_processor
     def forward(self, x_in: PLModuleInput) -> PLModuleOutput:
+        if torch.compiler.is_exporting() or torch.onnx.is_in_onnx_export():
+            name = self.network.config.patcher.name
+            if name in self.NOT_EXPORTABLE:  # before torch.onnx fails deep inside the graph
+                raise ReinPatchInputError(
+                    f"patcher={name!r} cannot be exported to ONNX: {self.NOT_EXPORTABLE[name]}."
+                    " The learned, pretrained and uniform patchers export."
+                )
         x = x_in.past_target.to(self.dtype)  # (B, L, C)
         return PLModuleOutput(prediction=self.network(x, self._covariates(x_in)))  # (B,H,C,Q)
 
+    # Lightning's hook, where darts computes one forecast's loss: GRPG needs a group of them.
     def training_step(self, train_batch: TorchTrainingBatch, batch_idx: int) -> torch.Tensor:
         """One GRPG step (:meth:`~reinpatch_forecast.nn.ReinPatchNetwork.training_losses`).
 
@@ -160,8 +183,8 @@ class _ReinPatchModule(PLForecastingModule):
         weight = train_batch.sample_weight
 
         def backbone_loss(prediction: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-            output = PLModuleOutput(prediction=prediction)  # (B, H, C, Q)
-            return self._compute_loss(output, target, self.train_criterion, weight)
+            # prediction (B, H, C, Q)
+            return darts_api.compute_loss(self, prediction, target, self.train_criterion, weight)
 
         def sample_loss(prediction: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
             return elementwise_loss(prediction, target, self.likelihood, self.train_criterion)
@@ -181,8 +204,7 @@ class _ReinPatchModule(PLForecastingModule):
             "train_grid_shift": losses.grid_shift,
         }
         self.log_dict(diagnostics, batch_size=size, on_step=False, on_epoch=True, sync_dist=True)
-        self._update_metrics(PLModuleOutput(prediction=losses.prediction), target,
-                             self.train_metrics)
+        darts_api.update_metrics(self, losses.prediction, target, self.train_metrics)
         if not torch.isfinite(losses.loss):  # one scalar check (a host sync) per step
             raise TrainingDivergedError(
                 self._divergence_message(losses.backbone_loss, losses.policy_loss, batch_idx)
@@ -204,24 +226,33 @@ class _ReinPatchModule(PLForecastingModule):
             "best=False) restores the last one."
         )
 
+    # Lightning's hook: darts' optimizer and scheduler, with the patcher in its own group.
     def configure_optimizers(self):
-        """darts' optimizer and scheduler, with the patcher in its own parameter group."""
-        optimizer_cls = self.optimizer_cls
+        """darts' ``optimizer_cls`` over two parameter groups (the patcher's learning rate is
+        ``patcher_lr``, by default 3x the optimizer's ``lr``), and darts' ``lr_scheduler_cls``
+        with its Lightning settings (``monitor``, ``interval``, ``frequency``, ``strict``,
+        ``name``: given in ``lr_scheduler_kwargs``, darts' defaults otherwise)."""
         base_lr = self.optimizer_kwargs.get("lr", 1e-3)
-        patcher_lr = self.patcher_lr if self.patcher_lr is not None else 3.0 * base_lr
         groups = [{"params": self.network.backbone_parameters()}]
         if self.network.patcher_parameters():
+            patcher_lr = self.patcher_lr if self.patcher_lr is not None else 3.0 * base_lr
             groups.append({"params": self.network.patcher_parameters(), "lr": patcher_lr})
+        optimizer = self.optimizer_cls(groups, **self.optimizer_kwargs)
+        if self.lr_scheduler_cls is None:
+            return optimizer
+        kwargs = dict(self.lr_scheduler_kwargs)
+        settings = {key: kwargs.pop(key, default) for key, default in _SCHEDULER_DEFAULTS.items()}
+        scheduler = self.lr_scheduler_cls(optimizer=optimizer, **kwargs)
+        return [optimizer], {"scheduler": scheduler, **settings}
 
-        def grouped_optimizer(params, **kwargs):
-            # darts passes self.parameters(); the groups above replace them
-            return optimizer_cls(groups, **kwargs)
 
-        self.optimizer_cls = grouped_optimizer
-        try:
-            return super().configure_optimizers()
-        finally:
-            self.optimizer_cls = optimizer_cls
+#: darts' Lightning settings of a learning-rate scheduler (``PLForecastingModule``).
+_SCHEDULER_DEFAULTS = {"monitor": "val_loss", "interval": "epoch", "frequency": 1,
+                       "strict": True, "name": None}
+
+
+#: darts' default ``work_dir`` (fixed when darts is imported).
+_DEFAULT_WORK_DIR = inspect.signature(TorchForecastingModel.__init__).parameters["work_dir"].default
 
 
 def _cast(tensor: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
@@ -258,7 +289,7 @@ def _as_float32(series):
     return [_as_float32(s) for s in series]
 
 
-class ReinPatchModel(DartsFixesMixin, MixedCovariatesTorchModel):
+class ReinPatchModel(MixedCovariatesTorchModel):
     """ReinPatch: a Transformer over variable-size patches chosen by a policy trained with GRPG.
 
     Each target component's lookback window is cut into ``ceil(L / compression_rate)``
@@ -307,9 +338,16 @@ class ReinPatchModel(DartsFixesMixin, MixedCovariatesTorchModel):
     network's dropout is darts' ``MonteCarloDropout``; they differ when ``dropout > 0``), and
     without ``mc_dropout`` the forecast is deterministic.
 
+    darts' ``to_onnx`` exports the prediction path (the decoded patching and the backbone) for
+    onnxruntime; the ``"random"`` and ``"volatility"`` patchers have no ONNX form and are
+    refused with the reason (see the deployment page of the documentation).
+
     With ``save_checkpoints=True``, checkpoints are written to a temporary file beside them and
-    renamed into place (:class:`~reinpatch_forecast.darts.checkpoints.AtomicCheckpointIO`): a
-    process killed at any moment leaves the previous checkpoints loadable.
+    renamed into place (:class:`~reinpatch_forecast.darts.checkpoints.AtomicCheckpointIO`, in
+    the trainer's ``plugins`` unless ``pl_trainer_kwargs`` give a checkpoint plugin): a process
+    killed at any moment leaves the previous checkpoints loadable. The plugin and the callback
+    of :mod:`~reinpatch_forecast.darts._darts_fixes` are part of the model's trainer
+    arguments; ``load(path, pl_trainer_kwargs=...)`` replaces those arguments as given (darts).
 
     Examples
     --------
@@ -354,13 +392,19 @@ class ReinPatchModel(DartsFixesMixin, MixedCovariatesTorchModel):
                 "do not pass use_reversible_instance_norm. Use revin_affine=True for a learned "
                 "affine map."
             )
-        torch_params = self._extract_torch_model_params(**self.model_params)
+        torch_params, pl_module_params = darts_api.split_params(self)
         if torch_params.get("model_name") is None:
             # not in model_params, so that untrained_model() and clones draw a name of their own
             torch_params["model_name"] = default_model_name()
+        if torch_params.get("save_checkpoints"):
+            create_run_folder(torch_params.get("work_dir", _DEFAULT_WORK_DIR),
+                              torch_params["model_name"])
         super().__init__(**torch_params)
-        self.pl_module_params = self._extract_pl_module_params(**self.model_params)
-        self._considers_static_covariates = use_static_covariates
+        self.pl_module_params = pl_module_params
+        self.trainer_params = trainer_kwargs(self.trainer_params,
+                                             given=kwargs.get("pl_trainer_kwargs") or {},
+                                             log_tensorboard=bool(kwargs.get("log_tensorboard")))
+        darts_api.consider_static_covariates(self, use_static_covariates)
         # A patcher object or file becomes a plain state (tensors and primitives), so that the
         # model pickles and darts can load it without trusting arbitrary classes.
         self._frozen_patcher_state: dict | None = None
@@ -435,8 +479,7 @@ class ReinPatchModel(DartsFixesMixin, MixedCovariatesTorchModel):
         for name, value in covariates.items():
             check_darts_series(value, name, 1, "a covariate")
 
-    # Overridden because darts lacks: early series checks with messages that say what to change,
-    # and the float32 cast (Ctrl+C is DartsFixesMixin._train's).
+    # Early series checks with messages that say what to change, the float32 cast, and Ctrl+C.
     def fit(
         self,
         series,
@@ -482,14 +525,15 @@ class ReinPatchModel(DartsFixesMixin, MixedCovariatesTorchModel):
                 fix="Pass a longer series, or use a smaller input_chunk_length or "
                 "output_chunk_length.",
             )
-        super().fit(
-            _as_float32(series), _as_float32(past_covariates), _as_float32(future_covariates),
-            _as_float32(val_series), _as_float32(val_past_covariates),
-            _as_float32(val_future_covariates), *args, **kwargs,
-        )
+        with interruptible(self):
+            super().fit(
+                _as_float32(series), _as_float32(past_covariates), _as_float32(future_covariates),
+                _as_float32(val_series), _as_float32(val_past_covariates),
+                _as_float32(val_future_covariates), *args, **kwargs,
+            )
         return self
 
-    # Overridden because darts lacks: the window checks (length, finite values) with messages.
+    # The window checks (length, finite values) with messages, and one device under DDP.
     def predict(self, n: int, series=None, past_covariates=None, future_covariates=None,
                 *args, **kwargs):
         """Forecast ``n`` steps; see darts' ``TorchForecastingModel.predict``.
@@ -498,12 +542,7 @@ class ReinPatchModel(DartsFixesMixin, MixedCovariatesTorchModel):
         device (the one of this process), so that every process gets every forecast; pass
         ``trainer`` to choose another.
         """
-        if not self._fit_called or self.model is None:
-            raise ReinPatchInputError(
-                "This ReinPatchModel is not trained yet: call fit() before predict(), or load "
-                "a trained model with ReinPatchModel.load(path), load_weights(path) or "
-                "ReinPatchModel.load_from_checkpoint(model_name)."
-            )
+        check_trained(darts_api.is_trained(self), "predict()")
         check_darts_series(
             series, "series", self.input_chunk_length,
             f"a forecast (input_chunk_length={self.input_chunk_length})",
@@ -525,87 +564,13 @@ class ReinPatchModel(DartsFixesMixin, MixedCovariatesTorchModel):
                     f"This model was trained with {kind}_covariates: pass the {kind}_covariates "
                     f"of `series` to predict() as well."
                 )
+        if not args and kwargs.get("trainer") is None:
+            kwargs["trainer"] = darts_api.prediction_trainer(self, kwargs.get("verbose"))
         return super().predict(n, _as_float32(series), _as_float32(past_covariates),
                                _as_float32(future_covariates), *args, **kwargs)
 
-    # -- export -----------------------------------------------------------------------------
-    #: The patchers whose decode has no ONNX form, and why (see docs/deployment.md).
-    _NOT_EXPORTABLE = {
-        "random": "its decode draws from a seeded torch.Generator, which an ONNX graph cannot "
-                  "hold (ONNX's RandomUniform does not give torch's numbers)",
-        "volatility": "it ranks the steps with a stable sort (aten.sort.stable), which has no "
-                      "ONNX function",
-    }
-
-    # Overridden because darts lacks: the onnx extra named when it is missing, and a message
-    # for the patchers that cannot export, before torch.onnx fails deep inside the graph.
-    def to_onnx(self, path: str | None = None, **kwargs) -> None:
-        """Export the trained network's forecast to ONNX; see darts' ``to_onnx``.
-
-        The graph is the prediction path: the patcher's decoded (most likely) patching and
-        the backbone, batch size 1, inputs ``past_target`` ``(1, L, C)`` and the covariates
-        the model was trained with (``past_covariates``, ``historic_future_covariates``,
-        ``future_covariates``, ``static_covariates``). Run it with onnxruntime through
-        ``darts.utils.onnx.run_onnx_prediction``; it gives :meth:`predict`'s forecasts (to
-        float32 rounding). Training's sampled patchings are not part of it. See the
-        deployment page of the documentation.
-
-        Parameters
-        ----------
-        path
-            Where to write the ``.onnx`` file; default ``"<ModelClass>_<date>_<time>.onnx"``.
-        **kwargs
-            Arguments of ``torch.onnx.export``.
-
-        Raises
-        ------
-        ValueError
-            If the model is not trained, or its patcher is ``"random"`` or ``"volatility"``
-            (their decodes have no ONNX form).
-        ImportError
-            If ``onnx`` or ``onnxscript`` is missing (``pip install
-            'reinpatch-forecast[onnx]'``).
-        """
-        if not self._fit_called or self.model is None:
-            raise ReinPatchInputError(
-                "This ReinPatchModel is not trained yet: call fit() (or load a trained model) "
-                "before to_onnx()."
-            )
-        name = self.network_config.patcher.name
-        if name in self._NOT_EXPORTABLE:
-            raise ReinPatchInputError(
-                f"patcher={name!r} cannot be exported to ONNX: {self._NOT_EXPORTABLE[name]}. "
-                "The learned, pretrained and uniform patchers export."
-            )
-        missing = [module for module in ("onnx", "onnxscript")
-                   if importlib.util.find_spec(module) is None]
-        if missing:
-            raise ImportError(
-                f"to_onnx needs {' and '.join(missing)}: pip install 'reinpatch-forecast[onnx]' "
-                "(onnx, onnxscript and onnxruntime)."
-            )
-        # darts leaves the module in evaluation mode, and Lightning keeps each module's mode
-        # when training starts: a later fit() would train without dropout.
-        modes = [(module, module.training) for module in self.model.modules()]
-        try:
-            super().to_onnx(path, **kwargs)
-        finally:
-            for module, training in modes:
-                module.training = training
-
     # -- persistence ------------------------------------------------------------------------
-    # Overridden because darts lacks: removing what killed checkpoint writes left in the folder.
-    def save(self, path: str | None = None, clean: bool = False) -> None:
-        """Save the model; see darts' ``TorchForecastingModel.save``.
-
-        The hidden temporary files that killed checkpoint writes left in the folder of ``path``
-        are removed first (those of writes still running are kept).
-        """
-        folder = os.getcwd() if path is None else os.path.dirname(os.path.abspath(path))
-        remove_abandoned_writes(folder)
-        super().save(path, clean=clean)
-
-    # Overridden because darts lacks: a message naming the damaged or truncated file.
+    # A message naming a missing, truncated or corrupted file, before darts reads it.
     @classmethod
     def load(cls, path: str, pl_trainer_kwargs: dict | None = None, trusted: bool = False,
              **kwargs) -> "ReinPatchModel":
@@ -613,7 +578,7 @@ class ReinPatchModel(DartsFixesMixin, MixedCovariatesTorchModel):
 
         Pass ``map_location="cpu"`` to load on a CPU a model saved on a GPU. The temporary
         files that killed checkpoint writes left in the folder of ``path`` are removed (as by
-        :meth:`save`).
+        checkpoint writes).
 
         Raises
         ------
@@ -674,7 +639,7 @@ class ReinPatchModel(DartsFixesMixin, MixedCovariatesTorchModel):
         if work_dir is None:
             work_dir = os.path.join(os.getcwd(), DEFAULT_DARTS_FOLDER)
         if file_name is None:  # resolved once here, so darts loads the file checked
-            file_name = _get_checkpoint_fname(work_dir, model_name, best=best)
+            file_name = darts_api.newest_checkpoint(work_dir, model_name, best=best)
         folder = os.path.join(work_dir, model_name)
         remove_abandoned_writes(os.path.join(folder, "checkpoints"))
         path = os.path.join(folder, "checkpoints", file_name)
@@ -725,11 +690,7 @@ class ReinPatchModel(DartsFixesMixin, MixedCovariatesTorchModel):
             If a series is shorter than ``input_chunk_length``, or its last
             ``input_chunk_length`` steps have NaN, infinite or too large (> 1e18) values.
         """
-        if self.model is None:
-            raise ReinPatchInputError(
-                "This ReinPatchModel is not trained yet: call fit() (or load a trained model) "
-                "before patch_boundaries()."
-            )
+        check_trained(darts_api.is_trained(self), "patch_boundaries()")
         if series is None:
             series = self.training_series
             if series is None:
@@ -767,17 +728,8 @@ class ReinPatchModel(DartsFixesMixin, MixedCovariatesTorchModel):
 
 ReinPatchModel.__doc__ = document_options(ReinPatchModel.__doc__)
 
-# Saved models hold their options and network configuration (dataclasses of primitives).
+# Saved models hold their options and network configuration (dataclasses of primitives), and
+# the trainer arguments of _darts_fixes.
 add_safe_globals([ReinPatchModel, _ReinPatchModule, PatchBoundaries, ModelOptions,
                   TrainingOptions, ReinPatchConfig, BackboneConfig, PatcherConfig,
-                  TrainingConfig])
-
-
-def _likelihood_type_by_value(member: LikelihoodType):
-    return LikelihoodType, (member.value,)
-
-
-# Some Python 3.11 releases pickle enum members as getattr(cls, name); darts' safe loader refuses
-# getattr by design, so a saved model with a likelihood would not load there. Pickling the
-# member by value (the usual form) loads everywhere.
-copyreg.pickle(LikelihoodType, _likelihood_type_by_value)
+                  TrainingConfig, *SAFE_CLASSES])

@@ -14,6 +14,8 @@ import copy
 import torch
 from torch import Tensor, nn
 
+from ._darts_api import distribution
+
 __all__ = ["elementwise_loss"]
 
 
@@ -55,9 +57,7 @@ def elementwise_loss(
             levels = torch.tensor(quantiles, dtype=prediction.dtype, device=prediction.device)
             errors = target.unsqueeze(-1) - prediction  # (S, H, C, Q)
             return torch.maximum((levels - 1) * errors, levels * errors).sum(dim=-1)
-        params = likelihood._params_from_output(prediction)
-        distribution = likelihood._distr_from_params(params)
-        return -distribution.log_prob(target)  # (S, H, C)
+        return -distribution(likelihood, prediction).log_prob(target)  # (S, H, C)
     point = prediction[..., 0]  # (S, H, C)
     unreduced = _unreduced(criterion) if criterion is not None else None
     if unreduced is not None:

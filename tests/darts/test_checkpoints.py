@@ -131,7 +131,7 @@ def test_checkpoint_write_cut_short_leaves_the_previous_file(tmp_path, monkeypat
     assert torch.equal(torch.load(path)["weights"], torch.arange(4.0))
 
 
-def test_a_killed_write_leaves_a_partial_file_that_the_next_load_or_save_removes(tmp_path):
+def test_a_killed_write_leaves_a_partial_file_that_the_next_load_or_write_removes(tmp_path):
     # the script kills itself (SIGKILL) halfway through its second checkpoint write, epoch 1's
     process = start_script(SCRIPT, str(tmp_path), "--model-name", "killed", "--epochs", "3",
                            "--die-in-write", "2")
@@ -149,7 +149,8 @@ def test_a_killed_write_leaves_a_partial_file_that_the_next_load_or_save_removes
     # loading from the folder removes the dead process's file
     model = ReinPatchModel.load_from_checkpoint("killed", work_dir=str(tmp_path), best=False)
     assert os.listdir(folder) == ["last-epoch=0.ckpt"]
-    # so does saving into a folder that holds one
+    # so does the next checkpoint write into a folder that holds one
+    model.fit(darts_series(sine_values(60)), epochs=2)
     model.save(str(saved / "model.pt"))
     assert sorted(os.listdir(saved)) == ["model.pt", "model.pt.ckpt"]
     # and loading a saved model from one
@@ -214,18 +215,25 @@ def test_default_model_names_are_unique_and_a_given_name_is_kept(tmp_path):
 
 
 def test_a_work_dir_created_by_another_process_meanwhile_is_used(tmp_path, monkeypatch):
-    """The race two processes starting together run into: the folder is created by the other
-    one between the existence check and the creation (seen as FileExistsError in darts' own
-    ``_create_save_dirs``)."""
-    from darts.models.forecasting import torch_forecasting_model
+    """The race two processes starting together run into: darts checks that the work dir
+    exists, then creates it; here another process creates every folder between the check and
+    the creation (darts alone fails with FileExistsError)."""
+    real_mkdir = os.mkdir
 
+    def mkdir_after_another_process(path, mode=0o777, **kwargs):
+        try:
+            real_mkdir(path, mode)  # the other process is first
+        except FileExistsError:
+            pass
+        real_mkdir(path, mode, **kwargs)  # FileExistsError, unless the folder was not missing
+
+    monkeypatch.setattr(os, "mkdir", mkdir_after_another_process)
     work_dir = tmp_path / "darts_logs"
-    work_dir.mkdir()
-    monkeypatch.setattr(torch_forecasting_model.os.path, "exists", lambda path: False)
-    model = ReinPatchModel(input_chunk_length=12, output_chunk_length=3, work_dir=str(work_dir),
-                           save_checkpoints=True, model_name="second")
-    assert (work_dir / "second").is_dir()
-    model._create_save_dirs()  # and again, now that its own folder exists too
+    ReinPatchModel(input_chunk_length=12, output_chunk_length=3, work_dir=str(work_dir),
+                   save_checkpoints=True, model_name="first")
+    ReinPatchModel(input_chunk_length=12, output_chunk_length=3, work_dir=str(work_dir),
+                   save_checkpoints=True, model_name="second")
+    assert (work_dir / "first").is_dir() and (work_dir / "second").is_dir()
 
 
 @pytest.mark.slow

@@ -6,20 +6,23 @@ import json
 from pathlib import Path
 
 import pytest
-from support import run_script
+from support import start_script
 
 SCRIPTS = Path(__file__).parent / "scripts"
 
 
-def _results() -> dict:
-    result = run_script(SCRIPTS / "reproduce_forecasts.py")
-    line = next(line for line in result.stdout.splitlines() if line.startswith("RESULT "))
+def _results(process) -> dict:
+    out, err = process.communicate(timeout=300)
+    assert process.returncode == 0, f"{out[-4000:]}\n{err[-4000:]}"
+    line = next(line for line in out.splitlines() if line.startswith("RESULT "))
     return json.loads(line[len("RESULT "):])
 
 
 @pytest.mark.slow
 def test_same_seed_bit_identical_across_processes():
-    first, second = _results(), _results()
+    # two fresh processes at once (each on one thread)
+    processes = [start_script(SCRIPTS / "reproduce_forecasts.py") for _ in range(2)]
+    first, second = (_results(process) for process in processes)
     assert first.keys() == second.keys() == {
         "learned", "learned_boundaries", "quantile_samples", "quantile_parameters",
         "sktime_point", "sktime_quantiles",
