@@ -1,5 +1,5 @@
-"""The training loop shared by the synthetic GRPG tasks (tests/nn/test_*_learns.py and
-benchmarks/synthetic.py)."""
+"""The training loop shared by the synthetic GRPG tasks (tests/nn/test_*_learns.py and the
+``synthetic`` experiment of benchmarks/run.py)."""
 
 from __future__ import annotations
 
