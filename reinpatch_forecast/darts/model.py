@@ -354,6 +354,12 @@ class ReinPatchModel(MixedCovariatesTorchModel):
     network's dropout is darts' ``MonteCarloDropout``; they differ when ``dropout > 0``), and
     without ``mc_dropout`` the forecast is deterministic.
 
+    A forecast comes back in the dtype of the series it forecasts, as with darts' own models
+    (float32 or float64), from ``predict``, ``historical_forecasts`` and ``backtest`` alike. The
+    network computes in float32, about twice as fast as float64 on a CPU, so a float64 forecast
+    is the float32 forecast cast up; ``pl_trainer_kwargs={"precision": "64"}`` computes in
+    float64 throughout.
+
     darts' ``to_onnx`` exports the prediction path (the decoded patching and the backbone) for
     onnxruntime; the ``"random"`` and ``"volatility"`` patchers have no ONNX form and are
     refused with the reason (see the deployment page of the documentation).
