@@ -14,8 +14,10 @@ of columns.
 Built by sktime's extension template: the forecaster implements sktime's extension points
 (``_fit``, ``_predict``, ``_update``, ``_predict_quantiles``, ``_pretrain``, ``_pretrain_update``,
 ``_get_fitted_params``, ``__post_init__``, ``__dynamic_tags__``, ``get_test_params``) and keeps
-the data it forecasts from in ``_cur_y``/``_cur_X``, as sktime's own forecasters do. The one other
-override is ``_check_X_y`` (see there). The pandas <-> darts conversion lives in :mod:`._frames`.
+the data it forecasts from in ``_cur_y``/``_cur_X``, as sktime's own forecasters do. The other
+overrides are ``_check_X_y`` and the four probabilistic methods (``predict_interval``,
+``predict_quantiles``, ``predict_var``, ``predict_proba``), each of which checks one thing before
+sktime's own method runs (see there). The pandas <-> darts conversion lives in :mod:`._frames`.
 """
 
 from __future__ import annotations
@@ -624,11 +626,6 @@ class ReinPatchForecaster(BaseForecaster):
         quantiles : pd.DataFrame
             Columns ``(variable, alpha)``, rows as in ``predict``.
         """
-        if self.likelihood is None:
-            raise NotImplementedError(
-                "ReinPatchForecaster makes quantile predictions only with a likelihood: "
-                "set likelihood='quantile' or likelihood='gaussian'."
-            )
         plans, n = self._forecast_plan(fh)
         samples = self._darts_predict(
             n, plans, X, num_samples=self.num_samples, random_state=self._sampling_seed
@@ -639,6 +636,65 @@ class ReinPatchForecaster(BaseForecaster):
         blocks = [block.reshape(len(block), -1) for block in self._per_series_blocks(plans, levels)]
         columns = pd.MultiIndex.from_product([self._cur_y.columns, alpha])
         return self._assemble(plans, blocks, columns)
+
+    # -- probabilistic forecasts without a likelihood ---------------------------------------
+    # sktime 1.2 raises "does not have the capability ... open an issue on sktime" in these four
+    # methods before any extension point runs: ours names the argument to pass, then sktime's runs
+    def predict_interval(self, fh=None, X=None, coverage=0.90):
+        """Prediction intervals; see sktime's ``BaseForecaster.predict_interval``.
+
+        Raises
+        ------
+        NotImplementedError
+            Without a likelihood (``likelihood=None``); the message says what to pass.
+        """
+        self._check_likelihood("prediction intervals")
+        return super().predict_interval(fh=fh, X=X, coverage=coverage)
+
+    def predict_quantiles(self, fh=None, X=None, alpha=None):
+        """Quantile forecasts; see sktime's ``BaseForecaster.predict_quantiles``.
+
+        Raises
+        ------
+        NotImplementedError
+            Without a likelihood (``likelihood=None``); the message says what to pass.
+        """
+        self._check_likelihood("quantile predictions")
+        return super().predict_quantiles(fh=fh, X=X, alpha=alpha)
+
+    def predict_var(self, fh=None, X=None, cov=False):
+        """Variance forecasts; see sktime's ``BaseForecaster.predict_var``.
+
+        Raises
+        ------
+        NotImplementedError
+            Without a likelihood (``likelihood=None``); the message says what to pass.
+        """
+        self._check_likelihood("variance predictions")
+        return super().predict_var(fh=fh, X=X, cov=cov)
+
+    def predict_proba(self, fh=None, X=None, marginal=True):
+        """Predictive distributions; see sktime's ``BaseForecaster.predict_proba``.
+
+        Raises
+        ------
+        NotImplementedError
+            Without a likelihood (``likelihood=None``); the message says what to pass.
+        """
+        self._check_likelihood("fully probabilistic predictions")
+        return super().predict_proba(fh=fh, X=X, marginal=marginal)
+
+    def _check_likelihood(self, what: str) -> None:
+        """Raise sktime's ``NotImplementedError`` for ``what``, saying which likelihood to pass,
+        when the forecaster has none (its ``capability:pred_int`` tag is then ``False``)."""
+        if self.likelihood is None:
+            raise NotImplementedError(
+                f"ReinPatchForecaster with likelihood=None does not have the capability to "
+                f"return {what}: it trains on the MSE and gives point forecasts only. Pass a "
+                "likelihood and fit again: likelihood='quantile' (quantile regression; "
+                "`quantiles` sets its levels) or likelihood='gaussian', e.g. "
+                "ReinPatchForecaster(likelihood='quantile')."
+            )
 
     # -- pretraining --------------------------------------------------------------------------
     def _pretrain(self, y: pd.DataFrame, X: pd.DataFrame | None = None, fh=None):

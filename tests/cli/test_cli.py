@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from darts import TimeSeries
 
 from reinpatch_forecast.cli import main
 
@@ -81,6 +82,23 @@ def test_predict_writes_a_csv_with_dates_and_targets(workspace, tmp_path, capsys
     assert frame["date"].diff().dropna().eq(pd.Timedelta(hours=1)).all()
     assert np.isfinite(frame[["load", "temp"]].to_numpy()).all()
     assert plot.read_bytes().startswith(PNG)
+
+
+def test_predict_csv_reads_back_as_float64_with_the_models_values(workspace, tmp_path):
+    from reinpatch_forecast.darts import ReinPatchModel
+
+    out = tmp_path / "forecast.csv"
+    assert main(["predict", "--model", str(workspace["model"]), "--csv", str(workspace["csv"]),
+                 "--out", str(out), "--quiet"]) == 0
+    frame = pd.read_csv(out)
+    assert (frame[["load", "temp"]].dtypes == np.float64).all()
+    model = ReinPatchModel.load(str(workspace["model"]))
+    data = pd.read_csv(workspace["csv"])
+    series = TimeSeries.from_values(data[["load", "temp"]].to_numpy(np.float64))
+    expected = model.predict(6, series=series, verbose=False).values()  # float64, from float32
+    # the CSV holds each float32 value in its shortest form: read back, it is that value
+    np.testing.assert_array_equal(frame[["load", "temp"]].to_numpy().astype(np.float32),
+                                  expected.astype(np.float32))
 
 
 def test_predict_defaults_to_the_model_horizon(workspace, tmp_path):
@@ -251,7 +269,6 @@ def test_pretrain_patcher_writes_a_loadable_patcher(tmp_path, capsys):
 def test_pretrain_patcher_with_a_kl_coef(tmp_path, monkeypatch, capsys):
     """--kl-coef reaches pretrain_patcher (called with a stub: no training)."""
     from reinpatch_forecast import foundation
-    from reinpatch_forecast.patcher_io import load_patcher
     from reinpatch_forecast.nn import LearnedPatcher
     from reinpatch_forecast.patcher_io import load_patcher
 

@@ -228,13 +228,18 @@ def test_torch_metrics_and_grpg_diagnostics_are_logged(make_model, series):
     assert float(logged["train_reward"]) < 0
 
 
-def test_float64_series_is_cast(make_model, series):
+def test_float64_series_gives_a_float64_forecast(make_model, series):
     series64 = series.astype(np.float64)
     model = make_model().fit(series64)
     forecast = model.predict(6, series=series64)
+    assert forecast.dtype == np.float64 and model.predict(6).dtype == np.float64
     assert np.isfinite(forecast.values()).all()
     np.testing.assert_allclose(forecast.values(), model.predict(6, series=series).values(),
                                rtol=1e-6)
+    # the network computes in float32: the float64 forecast is the float32 one cast up
+    assert model.model.dtype == torch.float32
+    np.testing.assert_array_equal(forecast.values(),
+                                  model.predict(6, series=series).values().astype(np.float64))
 
 
 @pytest.mark.parametrize(

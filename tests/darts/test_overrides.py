@@ -32,8 +32,9 @@ _MACHINERY = {"__init__", "__doc__", "__module__", "__qualname__", "__dict__", "
 MODEL_OVERRIDES = {
     "_create_model",  # darts' abstract hook
     "supports_static_covariates",
-    "fit",  # series checks, float32, Ctrl+C
-    "predict",  # window checks, one device under DDP
+    "fit",  # series checks, the compute dtype, Ctrl+C
+    "predict",  # window checks, one device under DDP, forecasts in the series' dtype
+    "historical_forecasts",  # forecasts in the series' dtype (darts' optimised path)
     "load",  # file checks before darts reads the files
     "load_weights",
     "load_from_checkpoint",

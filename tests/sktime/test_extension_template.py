@@ -1,6 +1,7 @@
 """ReinPatchForecaster is built by sktime's extension template.
 
-Only sktime's extension points are overridden (no public method of ``BaseForecaster``), sktime's
+Only sktime's extension points are overridden (no public method of ``BaseForecaster`` but the
+four probabilistic ones, which only add a check before sktime's own method runs), sktime's
 data attributes (``_y``, ``_X``) are sktime's alone, the per-instance tag is set in
 ``__dynamic_tags__``, and each check of the sktime face has one message.
 """
@@ -33,9 +34,50 @@ def test_the_listed_public_methods_are_sktime_methods():
         assert name in SKTIME_PUBLIC
 
 
+#: The public methods that check for a likelihood before sktime's own method runs: sktime 1.2
+#: raises its generic error in them before any extension point.
+LIKELIHOOD_CHECKS = ("predict_interval", "predict_quantiles", "predict_var", "predict_proba")
+
+
 @pytest.mark.parametrize("name", SKTIME_PUBLIC)
 def test_no_public_sktime_method_is_overridden(name):
-    assert name not in ReinPatchForecaster.__dict__
+    if name in LIKELIHOOD_CHECKS:
+        assert name in ReinPatchForecaster.__dict__  # the check; its result is tested below
+    else:
+        assert name not in ReinPatchForecaster.__dict__
+
+
+@pytest.fixture(scope="module")
+def probabilistic() -> ReinPatchForecaster:
+    y = sktime_series(sine_values(60))
+    return tiny(likelihood="gaussian").fit(y, fh=[1, 2])
+
+
+@pytest.mark.parametrize("name", LIKELIHOOD_CHECKS)
+def test_the_likelihood_checks_return_sktimes_result(probabilistic, name):
+    ours = getattr(probabilistic, name)()
+    sktimes = getattr(BaseForecaster, name)(probabilistic)
+    if name == "predict_proba":
+        ours, sktimes = ours.mean(), sktimes.mean()
+    pd.testing.assert_frame_equal(ours, sktimes)
+
+
+@pytest.mark.parametrize("name, what", [
+    ("predict_interval", "prediction intervals"), ("predict_quantiles", "quantile predictions"),
+    ("predict_var", "variance predictions"), ("predict_proba", "fully probabilistic predictions"),
+])
+def test_probabilistic_methods_without_a_likelihood_say_what_to_pass(name, what):
+    message = (rf"ReinPatchForecaster with likelihood=None does not have the capability to "
+               rf"return {what}: .* Pass a likelihood and fit again: likelihood='quantile' .* "
+               r"or likelihood='gaussian'")
+    unfitted = tiny()
+    with pytest.raises(NotImplementedError, match=message):  # before fit: raised first
+        getattr(unfitted, name)(fh=[1, 2])
+    fitted = tiny().fit(sktime_series(sine_values(60)), fh=[1, 2])
+    with pytest.raises(NotImplementedError, match=message):
+        getattr(fitted, name)()
+    assert not fitted.get_tag("capability:pred_int")
+    assert ReinPatchForecaster.get_class_tag("capability:pred_int")
 
 
 #: sktime's extension points a forecaster implements (the template's "implement" list), the
@@ -53,7 +95,8 @@ def test_only_extension_points_override_the_base_classes():
     overridden = {name for name in ReinPatchForecaster.__dict__
                   if name not in ("__module__", "__doc__", "__init__", "__dict__", "__weakref__")
                   and any(name in cls.__dict__ for cls in bases)}
-    assert overridden <= EXTENSION_POINTS, overridden - EXTENSION_POINTS
+    allowed = EXTENSION_POINTS | set(LIKELIHOOD_CHECKS)
+    assert overridden <= allowed, overridden - allowed
 
 
 def test_forecasts_do_not_depend_on_sktimes_copy_of_the_data():

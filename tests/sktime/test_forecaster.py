@@ -160,8 +160,22 @@ def test_point_forecaster_has_no_intervals(airline):
     assert not forecaster.get_tag("capability:pred_int")
     assert ReinPatchForecaster.get_class_tag("capability:pred_int")
     forecaster.fit(airline, fh=[1, 2])
-    with pytest.raises(NotImplementedError):
+    with pytest.raises(NotImplementedError, match="likelihood='quantile'"):
         forecaster.predict_quantiles()
+
+
+def test_forecasts_are_float64_for_float32_and_float64_y(airline):
+    """pandas users get float64 from every predict method, whatever the dtype of ``y``."""
+    results = {}
+    for dtype in (np.float32, np.float64):
+        forecaster = tiny(likelihood="quantile").fit(airline.astype(dtype), fh=[1, 2])
+        results[dtype] = [forecaster.predict(), forecaster.predict_quantiles(),
+                          forecaster.predict_interval(), forecaster.predict_var()]
+        assert results[dtype][0].dtype == np.float64
+        for frame in results[dtype][1:]:
+            assert (frame.dtypes == np.float64).all()
+    for ours32, ours64 in zip(results[np.float32], results[np.float64]):
+        np.testing.assert_array_equal(np.asarray(ours32), np.asarray(ours64))
 
 
 # -- panels and series handling ------------------------------------------------------------------
