@@ -392,6 +392,12 @@ class ReinPatchModel(MixedCovariatesTorchModel):
                 "do not pass use_reversible_instance_norm. Use revin_affine=True for a learned "
                 "affine map."
             )
+        if (isinstance(output_chunk_shift, bool)
+                or not isinstance(output_chunk_shift, (int, np.integer)) or output_chunk_shift < 0):
+            raise ReinPatchInputError(
+                f"output_chunk_shift must be an integer >= 0 (the steps between the end of the "
+                f"input and the start of the forecast), got {output_chunk_shift!r}."
+            )
         torch_params, pl_module_params = darts_api.split_params(self)
         if torch_params.get("model_name") is None:
             # not in model_params, so that untrained_model() and clones draw a name of their own

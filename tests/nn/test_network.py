@@ -296,7 +296,9 @@ def test_frozen_learned_patcher_trains_the_backbone_on_its_decoded_boundaries():
         (dict(d_model=18, n_heads=4), "d_model=18 must be divisible by n_heads=4"),
         (dict(nr_params=2, param_kinds=("location",)), "param_kinds"),
         (dict(param_kinds=("scale",)), "param_kinds"),
-        (dict(input_length=1, compression_rate=1), "input_length must be >= 2"),
+        (dict(input_length=1, compression_rate=1), "input_length must be an integer >= 2"),
+        (dict(input_length=(12, 24)), "input_length must be an integer >= 2"),
+        (dict(revin_affine="yes"), "revin_affine must be True or False"),
     ],
 )
 def test_config_errors(overrides, match):
