@@ -63,6 +63,7 @@ from ..options import (
     document_options,
     options_from,
 )
+from .._lightning import quiet_lightning
 from ..checks import check_darts_series, check_saved_file, check_trained, load_error
 from . import _darts_api as darts_api
 from ._darts_fixes import (
@@ -531,7 +532,7 @@ class ReinPatchModel(MixedCovariatesTorchModel):
                 fix="Pass a longer series, or use a smaller input_chunk_length or "
                 "output_chunk_length.",
             )
-        with interruptible(self):
+        with quiet_lightning(), interruptible(self):
             super().fit(
                 _as_float32(series), _as_float32(past_covariates), _as_float32(future_covariates),
                 _as_float32(val_series), _as_float32(val_past_covariates),
@@ -570,10 +571,22 @@ class ReinPatchModel(MixedCovariatesTorchModel):
                     f"This model was trained with {kind}_covariates: pass the {kind}_covariates "
                     f"of `series` to predict() as well."
                 )
-        if not args and kwargs.get("trainer") is None:
-            kwargs["trainer"] = darts_api.prediction_trainer(self, kwargs.get("verbose"))
-        return super().predict(n, _as_float32(series), _as_float32(past_covariates),
-                               _as_float32(future_covariates), *args, **kwargs)
+        with quiet_lightning():
+            if not args and kwargs.get("trainer") is None:
+                kwargs["trainer"] = darts_api.prediction_trainer(self, kwargs.get("verbose"))
+            return super().predict(n, _as_float32(series), _as_float32(past_covariates),
+                                   _as_float32(future_covariates), *args, **kwargs)
+
+    # darts' export without torch.onnx's step-by-step log (unless verbose=True is given) and
+    # without the benign warnings and log records of quiet_lightning.
+    def to_onnx(self, path: str | None = None, **kwargs):
+        """Export the prediction path to ONNX; see darts' ``TorchForecastingModel.to_onnx``.
+
+        ``kwargs`` go to ``torch.onnx.export``; ``verbose`` is ``False`` unless given.
+        """
+        kwargs.setdefault("verbose", False)
+        with quiet_lightning():
+            return super().to_onnx(path, **kwargs)
 
     # -- persistence ------------------------------------------------------------------------
     # A message naming a missing, truncated or corrupted file, before darts reads it.
