@@ -577,8 +577,7 @@ class ReinPatchModel(MixedCovariatesTorchModel):
             return super().predict(n, _as_float32(series), _as_float32(past_covariates),
                                    _as_float32(future_covariates), *args, **kwargs)
 
-    # darts' export without torch.onnx's step-by-step log (unless verbose=True is given) and
-    # without the benign warnings and log records of quiet_lightning.
+    # darts' export without torch.onnx's step log (verbose=False unless given) or benign notices.
     def to_onnx(self, path: str | None = None, **kwargs):
         """Export the prediction path to ONNX; see darts' ``TorchForecastingModel.to_onnx``.
 

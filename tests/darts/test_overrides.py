@@ -34,6 +34,7 @@ MODEL_OVERRIDES = {
     "supports_static_covariates",
     "fit",  # series checks, float32, Ctrl+C
     "predict",  # window checks, one device under DDP
+    "to_onnx",  # no exporter log or benign notices
     "load",  # file checks before darts reads the files
     "load_weights",
     "load_from_checkpoint",
