@@ -10,16 +10,22 @@ parameters) are not options: the darts model derives them at its first fit and o
 network's own configuration (:class:`~reinpatch_forecast.nn.ReinPatchConfig`) holds them.
 
 Validation lives in one place, :class:`~reinpatch_forecast.nn.ReinPatchConfig`, which
-:func:`build_network_config` builds from the options.
+:func:`build_network_config` builds from the options; its messages name the lengths with the
+faces' words (``input_chunk_length``, ``output_chunk_length``), not the network's.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import numbers
 import os
+import re
 import textwrap
 from dataclasses import MISSING, Field, dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+from .errors import ReinPatchInputError
 
 if TYPE_CHECKING:  # pragma: no cover
     from .nn import LearnedPatcher, ReinPatchConfig
@@ -192,6 +198,20 @@ def build_network_config(model: ModelOptions, training: TrainingOptions, input_l
     from .nn.config import PatcherConfig
     from .nn.patcher_interface import check_patcher_fits
 
+    _check_fixed_length("input_chunk_length", input_length, "lookback L",
+                        "every series gets the token budget N = ceil(L / compression_rate) "
+                        "patches, and the forecasting head reads the L steps")
+    _check_fixed_length("output_chunk_length", output_length, "horizon H",
+                        "the forecasting head maps the L steps of the lookback to H outputs, "
+                        "and future covariates enter over the H steps")
+    lr = training.patcher_lr
+    if lr is not None and (isinstance(lr, bool) or not isinstance(lr, numbers.Real)
+                           or not math.isfinite(lr) or lr < 0):
+        raise ReinPatchInputError(
+            f"patcher_lr must be a finite number >= 0 (the patcher's learning rate; 0 keeps "
+            f"it fixed) or None (3x the optimizer's lr), got {lr!r}."
+        )
+
     if given_patcher_config is not None:
         check_patcher_fits(given_patcher_config.get("levels", 1),
                            bool(given_patcher_config.get("at_most", False)), model.levels,
@@ -199,15 +219,35 @@ def build_network_config(model: ModelOptions, training: TrainingOptions, input_l
     patcher_fields = set(PatcherConfig.__dataclass_fields__) - {"name"}
     given = {key: value for key, value in (given_patcher_config or {}).items()
              if key in patcher_fields}
-    return ReinPatchConfig(
-        input_length=input_length, output_length=output_length,
-        compression_rate=model.compression_rate, levels=model.levels, budget=model.budget,
-        revin_affine=model.revin_affine,
-        backbone=dict(d_model=model.d_model, n_heads=model.n_heads, n_layers=model.n_layers,
-                      dropout=model.dropout, resample_points=model.resample_points),
-        patcher=PatcherConfig(name=patcher_name, **given),
-        training=dict(group_size=training.group_size, kl_coef=training.kl_coef),
-    )
+    try:
+        return ReinPatchConfig(
+            input_length=input_length, output_length=output_length,
+            compression_rate=model.compression_rate, levels=model.levels, budget=model.budget,
+            revin_affine=model.revin_affine,
+            backbone=dict(d_model=model.d_model, n_heads=model.n_heads, n_layers=model.n_layers,
+                          dropout=model.dropout, resample_points=model.resample_points),
+            patcher=PatcherConfig(name=patcher_name, **given),
+            training=dict(group_size=training.group_size, kl_coef=training.kl_coef),
+        )
+    except ReinPatchInputError as error:
+        raise type(error)(_FACE_NAMES.sub(
+            lambda match: _FACE_WORDS[match.group(0)], str(error))) from None
+
+
+#: The network's names of the lengths and the faces' (darts' and sktime's) names of them.
+_FACE_WORDS = {"input_length": "input_chunk_length", "output_length": "output_chunk_length"}
+_FACE_NAMES = re.compile(r"\b(?:input_length|output_length)\b")
+
+
+def _check_fixed_length(name: str, value: Any, what: str, reason: str) -> None:
+    """Refuse a range for ``name`` (darts accepts ``(min, max)`` for some models), saying why
+    ReinPatch needs one ``what`` (``reason``)."""
+    if isinstance(value, (tuple, list, range)):
+        raise ReinPatchInputError(
+            f"{name}={value!r} is a range, but ReinPatch needs a fixed {what}: {reason}, both "
+            f"sized when the model is built. Pass one integer {name} (to compare several, "
+            "build one model per value)."
+        )
 
 
 def _default(f: Field) -> Any:

@@ -63,6 +63,7 @@ from ..options import (
     document_options,
     options_from,
 )
+from .._lightning import quiet_lightning
 from ..checks import check_darts_series, check_saved_file, check_trained, load_error
 from . import _darts_api as darts_api
 from ._darts_fixes import (
@@ -414,6 +415,12 @@ class ReinPatchModel(MixedCovariatesTorchModel):
                 "do not pass use_reversible_instance_norm. Use revin_affine=True for a learned "
                 "affine map."
             )
+        if (isinstance(output_chunk_shift, bool)
+                or not isinstance(output_chunk_shift, (int, np.integer)) or output_chunk_shift < 0):
+            raise ReinPatchInputError(
+                f"output_chunk_shift must be an integer >= 0 (the steps between the end of the "
+                f"input and the start of the forecast), got {output_chunk_shift!r}."
+            )
         torch_params, pl_module_params = darts_api.split_params(self)
         if torch_params.get("model_name") is None:
             # not in model_params, so that untrained_model() and clones draw a name of their own
@@ -553,7 +560,7 @@ class ReinPatchModel(MixedCovariatesTorchModel):
         # the dtype a forecast of the training series (predict without `series`) comes back in
         self._training_dtype = np.dtype((series if isinstance(series, TimeSeries)
                                          else series[0]).dtype)
-        with interruptible(self):
+        with quiet_lightning(), interruptible(self):
             super().fit(
                 _as_dtype(series, dtype), _as_dtype(past_covariates, dtype),
                 _as_dtype(future_covariates, dtype), _as_dtype(val_series, dtype),
@@ -599,11 +606,13 @@ class ReinPatchModel(MixedCovariatesTorchModel):
                     f"This model was trained with {kind}_covariates: pass the {kind}_covariates "
                     f"of `series` to predict() as well."
                 )
-        if not args and kwargs.get("trainer") is None:
-            kwargs["trainer"] = darts_api.prediction_trainer(self, kwargs.get("verbose"))
         dtype = self._compute_dtype()
-        forecasts = super().predict(n, _as_dtype(series, dtype), _as_dtype(past_covariates, dtype),
-                                    _as_dtype(future_covariates, dtype), *args, **kwargs)
+        with quiet_lightning():
+            if not args and kwargs.get("trainer") is None:
+                kwargs["trainer"] = darts_api.prediction_trainer(self, kwargs.get("verbose"))
+            forecasts = super().predict(
+                n, _as_dtype(series, dtype), _as_dtype(past_covariates, dtype),
+                _as_dtype(future_covariates, dtype), *args, **kwargs)
         if series is None:
             return _in_dtype_of(forecasts, getattr(self, "_training_dtype", dtype))
         return _in_dtype_of(forecasts, series)
@@ -618,9 +627,10 @@ class ReinPatchModel(MixedCovariatesTorchModel):
         (``backtest`` and ``residuals`` compare them with ``series`` in its own dtype).
         """
         dtype = self._compute_dtype()
-        forecasts = super().historical_forecasts(
-            _as_dtype(series, dtype), _as_dtype(past_covariates, dtype),
-            _as_dtype(future_covariates, dtype), *args, **kwargs)
+        with quiet_lightning():
+            forecasts = super().historical_forecasts(
+                _as_dtype(series, dtype), _as_dtype(past_covariates, dtype),
+                _as_dtype(future_covariates, dtype), *args, **kwargs)
         return _in_dtype_of(forecasts, series)
 
     def _compute_dtype(self, trainer=None) -> np.dtype:
@@ -634,6 +644,16 @@ class ReinPatchModel(MixedCovariatesTorchModel):
         precision = (trainer.precision if trainer is not None
                      else self.trainer_params.get("precision"))
         return np.dtype(np.float64 if str(precision).startswith("64") else np.float32)
+
+    # darts' export without torch.onnx's step log (verbose=False unless given) or benign notices.
+    def to_onnx(self, path: str | None = None, **kwargs):
+        """Export the prediction path to ONNX; see darts' ``TorchForecastingModel.to_onnx``.
+
+        ``kwargs`` go to ``torch.onnx.export``; ``verbose`` is ``False`` unless given.
+        """
+        kwargs.setdefault("verbose", False)
+        with quiet_lightning():
+            return super().to_onnx(path, **kwargs)
 
     # -- persistence ------------------------------------------------------------------------
     # A message naming a missing, truncated or corrupted file, before darts reads it.

@@ -229,11 +229,16 @@ class ReinPatchConfig:
         self.patcher = _nested(self.patcher, PatcherConfig, "patcher")
         self.training = _nested(self.training, TrainingConfig, "training")
         self._check_levels()
-        if self.input_length < 2:
+        if (isinstance(self.input_length, bool)
+                or not isinstance(self.input_length, numbers.Integral) or self.input_length < 2):
             raise ReinPatchInputError(
-                f"input_length must be >= 2 to place patch boundaries, got {self.input_length}."
+                f"input_length must be an integer >= 2 to place patch boundaries, got "
+                f"{self.input_length!r}."
             )
         _check_positive_int("output_length", self.output_length)
+        if self.revin_affine not in (True, False):
+            raise ReinPatchInputError(f"revin_affine must be True or False, got "
+                                      f"{self.revin_affine!r}.")
         check_budget(self.input_length, self.fine_compression_rate)
         if self.levels == 2:
             coarse_token_budget(self.n_patches, self.compression_rate[1])  # R2 vs N1

@@ -48,8 +48,12 @@ class TrainingLosses:
     Attributes
     ----------
     loss
+        The tensor to minimise: its value is ``backbone_loss`` (the forecasting loss, the
+        number a learning-rate finder or a progress bar should watch; the policy loss is a
+        surrogate whose value says nothing and can be negative), its gradient that of
         ``backbone_loss + policy_loss``: one backward on it trains both parts (the backbone
-        loss reaches only the backbone, the policy loss only the patcher).
+        loss reaches only the backbone, the policy loss only the patcher). It is not finite
+        when either loss is not.
     backbone_loss
         The forecasting loss of the decoded patching.
     policy_loss
@@ -422,7 +426,8 @@ class ReinPatchNetwork(nn.Module):
         count = used.sum(dim=-1, keepdim=True).float()  # (R, 1)
         mean_length = lengths.sum(dim=-1, keepdim=True) / count  # (R, 1): L / n
         return TrainingLosses(
-            loss=backbone_loss + policy,
+            # policy - policy.detach(): value 0 (NaN if policy is not finite), gradient policy's
+            loss=backbone_loss + (policy - policy.detach()),
             backbone_loss=backbone_loss,
             policy_loss=policy,
             prediction=prediction,

@@ -204,7 +204,7 @@ CASES = [
     # -- parameters -----------------------------------------------------------------------------
     Case("compression_rate_larger_than_lookback",
          lambda ctx: ctx.make(compression_rate=13), ValueError,
-         r"compression_rate=13 is larger than the lookback input_length=12.* Use a "
+         r"compression_rate=13 is larger than the lookback input_chunk_length=12.* Use a "
          r"compression_rate <= 12 or a longer lookback"),
     Case("compression_rate_below_1", lambda ctx: ctx.make(compression_rate=0.5), ValueError,
          r"compression_rate must be >= 1 .* Use compression_rate=1"),

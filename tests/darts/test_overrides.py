@@ -35,6 +35,7 @@ MODEL_OVERRIDES = {
     "fit",  # series checks, the compute dtype, Ctrl+C
     "predict",  # window checks, one device under DDP, forecasts in the series' dtype
     "historical_forecasts",  # forecasts in the series' dtype (darts' optimised path)
+    "to_onnx",  # no exporter log or benign notices
     "load",  # file checks before darts reads the files
     "load_weights",
     "load_from_checkpoint",

@@ -174,7 +174,8 @@ def test_backbone_and_sample_losses_are_the_given_functions():
 
 @pytest.mark.parametrize("patcher", ["learned", "uniform"])
 def test_training_losses_fields(patcher):
-    """training_losses: scalars, loss = backbone + policy, mean patch length = L / N."""
+    """training_losses: scalars; loss has the value of the backbone loss and the gradient of
+    backbone + policy; mean patch length = L / N."""
     net = network(patcher=patcher)
     x, y = data()
     losses = net.training_losses(x, y)
@@ -186,7 +187,14 @@ def test_training_losses_fields(patcher):
             continue
         assert value.shape == (), field.name
         assert bool(torch.isfinite(value)), field.name
-    torch.testing.assert_close(losses.loss, losses.backbone_loss + losses.policy_loss)
+    assert torch.equal(losses.loss, losses.backbone_loss)
+    parameters = [p for p in net.parameters() if p.requires_grad]
+    total = losses.backbone_loss + losses.policy_loss
+    expected = torch.autograd.grad(total, parameters, retain_graph=True, allow_unused=True)
+    got = torch.autograd.grad(losses.loss, parameters, allow_unused=True)
+    assert any(g is not None for g in got)
+    for g, e in zip(got, expected):
+        assert (g is None and e is None) or torch.equal(g, e)
     assert losses.mean_patch_length.item() == pytest.approx(L / 8)
     assert losses.backbone_loss.item() > 0
     assert losses.mean_reward.item() < 0  # reward = -loss
@@ -288,7 +296,9 @@ def test_frozen_learned_patcher_trains_the_backbone_on_its_decoded_boundaries():
         (dict(d_model=18, n_heads=4), "d_model=18 must be divisible by n_heads=4"),
         (dict(nr_params=2, param_kinds=("location",)), "param_kinds"),
         (dict(param_kinds=("scale",)), "param_kinds"),
-        (dict(input_length=1, compression_rate=1), "input_length must be >= 2"),
+        (dict(input_length=1, compression_rate=1), "input_length must be an integer >= 2"),
+        (dict(input_length=(12, 24)), "input_length must be an integer >= 2"),
+        (dict(revin_affine="yes"), "revin_affine must be True or False"),
     ],
 )
 def test_config_errors(overrides, match):

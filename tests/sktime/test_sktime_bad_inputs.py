@@ -163,7 +163,7 @@ CASES = [
          NotImplementedError, r"can not perform in-sample prediction"),
     # -- parameters -----------------------------------------------------------------------------
     Case("compression_rate_larger_than_lookback", lambda tmp: tiny(compression_rate=13),
-         ValueError, r"compression_rate=13 is larger than the lookback input_length=12"),
+         ValueError, r"compression_rate=13 is larger than the lookback input_chunk_length=12"),
     Case("compression_rate_below_1", lambda tmp: tiny(compression_rate=0.5), ValueError,
          r"compression_rate must be >= 1"),
     Case("group_size_0", lambda tmp: tiny(group_size=0), ValueError,
