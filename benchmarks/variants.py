@@ -68,7 +68,7 @@ from torch import Tensor, nn
 from darts.utils.serialization import add_safe_globals
 
 from reinpatch_forecast import ReinPatchModel
-from reinpatch_forecast.darts.model import _ReinPatchModule, _as_monte_carlo_dropout, _width
+from reinpatch_forecast.darts.model import _ReinPatchModule
 from reinpatch_forecast.errors import ReinPatchInputError
 from reinpatch_forecast.nn import (Backbone, Covariates, LearnedPatcher, Patcher,
                                    ReinPatchConfig, ReinPatchNetwork, TrainingLosses)
@@ -556,16 +556,8 @@ class _VariantModule(_ReinPatchModule):
     """The package's Lightning module holding a :class:`VariantNetwork`; it tells the network
     the epoch, for the ablation's schedule."""
 
-    def __init__(self, network_config: dict[str, Any], freeze_patcher: bool = False,
-                 patcher_lr: float | None = None, **kwargs) -> None:
-        # darts' module, skipping the package's network (``super`` also lets Lightning record
-        # this constructor's arguments as the checkpoint's hyperparameters).
-        super(_ReinPatchModule, self).__init__(**kwargs)
-        self.network = VariantNetwork(VariantConfig(**network_config))
-        _as_monte_carlo_dropout(self.network)
-        if freeze_patcher:
-            self.network.patcher.freeze()
-        self.patcher_lr = patcher_lr
+    network_class = VariantNetwork
+    config_class = VariantConfig
 
     def on_train_epoch_start(self) -> None:
         super().on_train_epoch_start()
@@ -577,6 +569,8 @@ class _VariantModule(_ReinPatchModule):
 class VariantModel(ReinPatchModel):
     """:class:`~reinpatch_forecast.ReinPatchModel` with the ablation arguments of
     :class:`Ablation` (under the same names); build it with :func:`make_model`."""
+
+    lightning_module_class = _VariantModule
 
     def __init__(self, input_chunk_length: int, output_chunk_length: int,
                  output_chunk_shift: int = 0, policy: str | None = None,
@@ -598,35 +592,6 @@ class VariantModel(ReinPatchModel):
             patcher_warmup=patcher_warmup, sample_loss_weight=sample_loss_weight)
         self.network_config = VariantConfig(**self.network_config.to_dict(),
                                             ablation=self.ablation)
-
-    def _create_model(self, train_sample) -> torch.nn.Module:
-        from darts.utils.likelihood_models.torch import GaussianLikelihood
-
-        from reinpatch_forecast.patcher_io import patcher_from_state
-
-        n_channels = train_sample.past_target.shape[1]
-        nr_params = 1 if self.likelihood is None else self.likelihood.num_parameters
-        if isinstance(self.likelihood, GaussianLikelihood):
-            param_kinds = ("location", "softplus_scale")
-        else:
-            param_kinds = ("location",) * nr_params
-        config = dict(
-            self.network_config.to_dict(), n_channels=n_channels, nr_params=nr_params,
-            param_kinds=param_kinds,
-            monotone_params=getattr(self.likelihood, "quantiles", None) is not None,
-            n_past_covariates=(_width(train_sample.past_covariates)
-                               + _width(train_sample.historic_future_covariates)),
-            n_future_covariates=_width(train_sample.future_covariates),
-            n_static_covariates=_width(train_sample.static_covariates),
-        )
-        module = _VariantModule(network_config=config,
-                                freeze_patcher=self._frozen_patcher_state is not None,
-                                patcher_lr=self.training_options.patcher_lr,
-                                **self.pl_module_params)
-        given = self._frozen_patcher_state or self._init_state
-        if given is not None:
-            module.network.patcher.load_state_dict(patcher_from_state(given).state_dict())
-        return module
 
 
 # A saved variant model holds these classes; darts loads only allow-listed ones.

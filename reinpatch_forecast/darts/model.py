@@ -123,6 +123,10 @@ class _ReinPatchModule(PLForecastingModule):
         Arguments of darts' ``PLForecastingModule``.
     """
 
+    #: The network it holds and that network's configuration (a subclass may hold a variant).
+    network_class = ReinPatchNetwork
+    config_class = ReinPatchConfig
+
     def __init__(
         self,
         network_config: dict[str, Any],
@@ -131,7 +135,7 @@ class _ReinPatchModule(PLForecastingModule):
         **kwargs,
     ) -> None:
         super().__init__(**kwargs)
-        self.network = ReinPatchNetwork(ReinPatchConfig(**network_config))
+        self.network = self.network_class(self.config_class(**network_config))
         _as_monte_carlo_dropout(self.network)
         if freeze_patcher:
             self.network.patcher.freeze()
@@ -387,6 +391,9 @@ class ReinPatchModel(MixedCovariatesTorchModel):
     6
     """
 
+    #: The Lightning module ``_create_model`` builds (a subclass may build a variant's).
+    lightning_module_class = _ReinPatchModule
+
     def __init__(
         self,
         input_chunk_length: int,
@@ -484,7 +491,7 @@ class ReinPatchModel(MixedCovariatesTorchModel):
             n_future_covariates=_width(train_sample.future_covariates),
             n_static_covariates=_width(train_sample.static_covariates),
         )
-        module = _ReinPatchModule(
+        module = self.lightning_module_class(
             network_config=config,
             freeze_patcher=self._frozen_patcher_state is not None,
             patcher_lr=self.training_options.patcher_lr,
