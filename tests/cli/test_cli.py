@@ -103,12 +103,14 @@ def test_segment_plots_the_last_window(workspace, tmp_path, capsys):
 def test_demo_prints_metrics_and_writes_figures(tmp_path, capsys):
     out = tmp_path / "demo"
     code = main(["demo", "--out", str(out), "--lookback", "24", "--horizon", "6",
-                 "--epochs", "1", "--max-windows", "16", "--quiet"])
+                 "--epochs", "1", "--max-windows", "16", "--spike-steps", "2", "--quiet"])
     assert code == 0
     printed = capsys.readouterr().out
-    for name in ("ReinPatch (learned)", "uniform patches", "NaiveSeasonal"):
+    for name in ("ReinPatch (learned)", "uniform patches", "darts TSMixer", "darts DLinear",
+                 "NaiveSeasonal", "Learned vs uniform on this split", "Spike task: the learned"):
         assert name in printed
-    for name in ("forecast.png", "segmentation.png", "boundary_statistics.png"):
+    for name in ("forecast.png", "segmentation.png", "boundary_statistics.png",
+                 "spike_segmentation.png"):
         assert (out / name).read_bytes().startswith(PNG), name
 
 
@@ -251,7 +253,6 @@ def test_pretrain_patcher_writes_a_loadable_patcher(tmp_path, capsys):
 def test_pretrain_patcher_with_a_kl_coef(tmp_path, monkeypatch, capsys):
     """--kl-coef reaches pretrain_patcher (called with a stub: no training)."""
     from reinpatch_forecast import foundation
-    from reinpatch_forecast.patcher_io import load_patcher
     from reinpatch_forecast.nn import LearnedPatcher
     from reinpatch_forecast.patcher_io import load_patcher
 
