@@ -26,7 +26,7 @@ def run_demo_command(args: argparse.Namespace) -> int:
     of the learned models."""
     from ..plotting import plot_boundary_statistics, plot_forecast, plot_segmentation
     from .demo import (demo_splits, grid_title, learned_vs_uniform, run_demo, run_spike_task,
-                       spike_boundaries, spike_finding)
+                       spike_boundaries, spike_finding, spike_title)
 
     out = Path(args.out)
     if out.exists() and not out.is_dir():
@@ -77,12 +77,9 @@ def run_demo_command(args: argparse.Namespace) -> int:
     save_figure(plot_boundary_statistics(
         windows, title=f"Learned boundaries over {len(windows)} ETTh1 validation windows x "
                        f"{val.width} channels"), paths["boundary statistics"])
-    learned_spike = spike["learned"]
-    save_figure(plot_segmentation(
-        spike_boundaries(learned_spike),
-        title=f"Learned patcher on the spike task: a patch starts next to the spike in "
-              f"{learned_spike.near_spike:.0%} of test windows (uniform: "
-              f"{spike['uniform'].near_spike:.0%})"), paths["spike task segmentation"])
+    save_figure(plot_segmentation(spike_boundaries(spike["learned"]),
+                                  title=spike_title(spike["learned"], spike["uniform"])),
+                paths["spike task segmentation"])
     print()
     for name, path in paths.items():
         print(f"wrote {name}: {path}")

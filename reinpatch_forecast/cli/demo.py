@@ -329,3 +329,9 @@ def spike_finding(learned: SpikeResult, uniform: SpikeResult) -> str:
             f"vs {uniform.mse:.3f}, {learned.mse / uniform.mse:.2f}x) and puts a patch start "
             f"next to the spike in {learned.near_spike:.0%} of the windows (uniform: "
             f"{uniform.near_spike:.0%}).")
+
+
+def spike_title(learned: SpikeResult, uniform: SpikeResult) -> str:
+    """The title of the spike task's segmentation figure, from the two results."""
+    return (f"Learned patcher on the spike task: a patch starts next to the spike in "
+            f"{learned.near_spike:.0%} of test windows (uniform grid: {uniform.near_spike:.0%})")
