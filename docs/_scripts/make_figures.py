@@ -32,7 +32,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=4)
     parser.add_argument("--max-windows", type=int, default=2048)
-    parser.add_argument("--spike-steps", type=int, default=300)
+    parser.add_argument("--spike-steps", type=int, default=200)
     parser.add_argument("--out", type=Path, default=STATIC)
     args = parser.parse_args()
     lookback, horizon = 96, 24

@@ -142,7 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="training epochs (default: %(default)s)")
     demo.add_argument("--max-windows", type=_positive_int, default=2048, metavar="N",
                       help="most recent training windows used per epoch (default: %(default)s)")
-    demo.add_argument("--spike-steps", type=_positive_int, default=300, metavar="N",
+    demo.add_argument("--spike-steps", type=_positive_int, default=200, metavar="N",
                       help="training steps of each patcher on the spike task "
                            "(default: %(default)s)")
     demo.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
