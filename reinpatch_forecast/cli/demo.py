@@ -260,8 +260,9 @@ def spike_network(patcher: str, density_sigma: float = 1.0,
     normalisation (each window is already centred noise). A spike is one step of a 96-step
     window: the policy finds it faster when it searches wide (measured, 200 steps, seeds 0-2:
     test MSE 0.36-0.37 at ``density_sigma=1`` with a start next to the spike in 56-62 % of the
-    windows; 0.47-0.54 and 34-45 % at the default 0.5; uniform patches 0.91-1.00 and 24 %). ``backbone`` holds fields of :class:`~reinpatch_forecast.nn.BackboneConfig`
-    (default :data:`SPIKE_BACKBONE`)."""
+    windows; 0.47-0.54 and 34-45 % at the default 0.5; uniform patches 0.91-1.00 and 24 %).
+    ``backbone`` holds fields of :class:`~reinpatch_forecast.nn.BackboneConfig` (default
+    :data:`SPIKE_BACKBONE`)."""
     return ReinPatchNetwork(ReinPatchConfig(
         input_length=SPIKE_LOOKBACK, output_length=SPIKE_HORIZON,
         compression_rate=SPIKE_LOOKBACK / SPIKE_PATCHES, revin=False,
