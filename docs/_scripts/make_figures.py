@@ -44,8 +44,8 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     figure = plot_segmentation(
         model.patch_boundaries(val[:-horizon]), components=["HUFL", "OT"], figsize=(9.0, 4.2),
-        title=f"{grid_title(windows, 'ETTh1')} (last validation window, L = {lookback}, "
-              f"{model.model.network.config.n_patches} patches)",
+        title=f"{grid_title(windows, 'ETTh1')}\n(64 validation windows; drawn: the last, "
+              f"L = {lookback}, {model.model.network.config.n_patches} patches)",
     )
     figure.savefig(args.out / "segmentation.png", dpi=90)
     figure = plot_boundary_statistics(

@@ -71,9 +71,9 @@ def run_demo_command(args: argparse.Namespace) -> int:
     save_figure(plot_forecast(context, forecast, actual=actual, max_history=args.lookback,
                               title="ReinPatch (learned patcher) on the last ETTh1 validation "
                               "window (scaled)"), paths["forecast"])
-    save_figure(plot_segmentation(
-        last, title=f"{grid_title(windows, 'ETTh1')} (last validation window, scaled)"),
-        paths["segmentation"])
+    title = (f"{grid_title(windows, 'ETTh1')}\n({len(windows)} validation windows; drawn: "
+             "the last, scaled)")
+    save_figure(plot_segmentation(last, title=title), paths["segmentation"])
     save_figure(plot_boundary_statistics(
         windows, title=f"Learned boundaries over {len(windows)} ETTh1 validation windows x "
                        f"{val.width} channels"), paths["boundary statistics"])
