@@ -22,9 +22,11 @@ from .saved_model import check_length, check_overlap, covariates_text, model_and
 
 
 def run_demo_command(args: argparse.Namespace) -> int:
-    """``reinpatch-forecast demo``: the demo's table, then figures of its learned model."""
+    """``reinpatch-forecast demo``: the ETTh1 table and finding, the spike task's, then figures
+    of the learned models."""
     from ..plotting import plot_boundary_statistics, plot_forecast, plot_segmentation
-    from .demo import demo_splits, run_demo
+    from .demo import (demo_splits, grid_title, learned_vs_uniform, run_demo, run_spike_task,
+                       spike_boundaries, spike_finding, spike_title)
 
     out = Path(args.out)
     if out.exists() and not out.is_dir():
@@ -34,13 +36,23 @@ def run_demo_command(args: argparse.Namespace) -> int:
     with quiet():
         results = run_demo(args.lookback, args.horizon, args.epochs, args.max_windows,
                            args.seed, verbose=not args.quiet)
-    print(f"\nETTh1, lookback {args.lookback}, horizon {args.horizon}: validation split, "
-          "every horizon-th window, scaled data")
-    print(f"{'model':<22}{'MSE':>8}{'MAE':>8}{'time (s)':>10}")
+    print(f"\nETTh1, lookback {args.lookback}, horizon {args.horizon}, {args.epochs} epochs: "
+          "validation split, every horizon-th window, scaled data")
+    print(f"{'model':<22}{'MSE':>8}{'MAE':>8}{'fit (s)':>10}")
     for r in results:
         print(f"{r.name:<22}{r.mse:>8.4f}{r.mae:>8.4f}{r.seconds:>10.1f}")
+    print(learned_vs_uniform(results))
 
-    # The figures show the model the table scored (run_demo returns it), not a retrained one.
+    spike = {patcher: run_spike_task(patcher, steps=args.spike_steps, seed=args.seed)
+             for patcher in ("learned", "uniform")}
+    print(f"\nSpike task (noise with one spike at a random position; target: its amplitude), "
+          f"{args.spike_steps} training steps, 2,000 test windows")
+    print(f"{'patcher':<22}{'MSE':>8}{'starts at spike':>17}{'fit (s)':>10}")
+    for r in spike.values():
+        print(f"{r.patcher:<22}{r.mse:>8.4f}{r.near_spike:>17.0%}{r.seconds:>10.1f}")
+    print(spike_finding(spike["learned"], spike["uniform"]))
+
+    # The figures show the models the tables scored, not retrained ones.
     learned = next(r.model for r in results if r.patcher == "learned")
     _, val = demo_splits(args.lookback, args.horizon)
     context, actual = val[:-args.horizon], val[-args.horizon:]
@@ -54,15 +66,20 @@ def run_demo_command(args: argparse.Namespace) -> int:
         "forecast": out / "forecast.png",
         "segmentation": out / "segmentation.png",
         "boundary statistics": out / "boundary_statistics.png",
+        "spike task segmentation": out / "spike_segmentation.png",
     }
     save_figure(plot_forecast(context, forecast, actual=actual, max_history=args.lookback,
                               title="ReinPatch (learned patcher) on the last ETTh1 validation "
                               "window (scaled)"), paths["forecast"])
-    save_figure(plot_segmentation(last, title="Learned patches of the last ETTh1 validation "
-                                  "input window (scaled)"), paths["segmentation"])
+    title = (f"{grid_title(windows, 'ETTh1')}\n({len(windows)} validation windows; drawn: "
+             "the last, scaled)")
+    save_figure(plot_segmentation(last, title=title), paths["segmentation"])
     save_figure(plot_boundary_statistics(
         windows, title=f"Learned boundaries over {len(windows)} ETTh1 validation windows x "
                        f"{val.width} channels"), paths["boundary statistics"])
+    save_figure(plot_segmentation(spike_boundaries(spike["learned"]),
+                                  title=spike_title(spike["learned"], spike["uniform"])),
+                paths["spike task segmentation"])
     print()
     for name, path in paths.items():
         print(f"wrote {name}: {path}")

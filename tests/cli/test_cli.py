@@ -121,12 +121,14 @@ def test_segment_plots_the_last_window(workspace, tmp_path, capsys):
 def test_demo_prints_metrics_and_writes_figures(tmp_path, capsys):
     out = tmp_path / "demo"
     code = main(["demo", "--out", str(out), "--lookback", "24", "--horizon", "6",
-                 "--epochs", "1", "--max-windows", "16", "--quiet"])
+                 "--epochs", "1", "--max-windows", "16", "--spike-steps", "2", "--quiet"])
     assert code == 0
     printed = capsys.readouterr().out
-    for name in ("ReinPatch (learned)", "uniform patches", "NaiveSeasonal"):
+    for name in ("ReinPatch (learned)", "uniform patches", "darts TSMixer", "darts DLinear",
+                 "NaiveSeasonal", "Learned vs uniform on this split", "Spike task: the learned"):
         assert name in printed
-    for name in ("forecast.png", "segmentation.png", "boundary_statistics.png"):
+    for name in ("forecast.png", "segmentation.png", "boundary_statistics.png",
+                 "spike_segmentation.png"):
         assert (out / name).read_bytes().startswith(PNG), name
 
 
