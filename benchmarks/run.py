@@ -380,14 +380,24 @@ def main(argv: list[str] | None = None) -> None:
     results = args.out_dir / f"{name}_runs.jsonl"
     code = commit()  # the code this process loaded, wherever the branch moves meanwhile
     data: dict[tuple, Data] = {}
+    keys = TABLES[name].keys
+
+    def recorded(run: dict) -> bool:
+        """Whether the records hold this run: its row's identity and seed (records converted
+        from earlier scripts carry no run hash, so the identity is what counts)."""
+        row = record_of(run, {}, experiment, code="-")
+        identity = tuple(row.get(k) for k in keys) + (run["seed"],)
+        return identity in {tuple(r.get(k) for k in keys) + (r.get("seed"),)
+                            for r in load_jsonl(results)}
+
     for run in runs:
         label = " ".join(f"{k}={run[k]}" for k in ("dataset", "horizon", "lookback",
                                                    "setting", "levels", "model", "seed")
                          if k in run)
         if args.dry_run:
-            print(f"[{name}] {label}")
+            print(f"[{name}] {label}{' (recorded)' if recorded(run) else ''}")
             continue
-        if run_key(run) in {r.get("key") for r in load_jsonl(results)}:
+        if recorded(run):
             continue  # done, perhaps by another process
         print(f"[{name}] {label} ...", flush=True)
         if experiment["kind"] == "synthetic":
