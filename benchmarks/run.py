@@ -333,6 +333,15 @@ def record_of(run: dict, measured: dict, experiment: dict,
             "commit": code or commit(), "date": utc_now(), "key": run_key(run), "run": run}
 
 
+def is_recorded(run: dict, name: str, records: list[dict]) -> bool:
+    """Whether ``records`` hold ``run``: its row's identity (the table's keys) and its seed.
+    Records converted from earlier scripts carry no run hash, so the identity is what counts."""
+    keys = TABLES[name].keys
+    row = record_of(run, {}, EXPERIMENTS[name], code="-")
+    identity = tuple(row.get(k) for k in keys) + (run["seed"],)
+    return identity in {tuple(r.get(k) for k in keys) + (r.get("seed"),) for r in records}
+
+
 # -- command line ------------------------------------------------------------------------------
 
 
@@ -380,15 +389,9 @@ def main(argv: list[str] | None = None) -> None:
     results = args.out_dir / f"{name}_runs.jsonl"
     code = commit()  # the code this process loaded, wherever the branch moves meanwhile
     data: dict[tuple, Data] = {}
-    keys = TABLES[name].keys
 
     def recorded(run: dict) -> bool:
-        """Whether the records hold this run: its row's identity and seed (records converted
-        from earlier scripts carry no run hash, so the identity is what counts)."""
-        row = record_of(run, {}, experiment, code="-")
-        identity = tuple(row.get(k) for k in keys) + (run["seed"],)
-        return identity in {tuple(r.get(k) for k in keys) + (r.get("seed"),)
-                            for r in load_jsonl(results)}
+        return is_recorded(run, name, load_jsonl(results))
 
     for run in runs:
         label = " ".join(f"{k}={run[k]}" for k in ("dataset", "horizon", "lookback",

@@ -50,6 +50,18 @@ def test_one_row_one_seed_plans_one_run_of_that_row():
     assert run["training"] == specs.BUDGETS["reduced"] and run["seed"] == 0
 
 
+def test_a_run_the_committed_records_hold_is_not_run_again():
+    """Committed records (converted from earlier scripts, without a run hash) and new ones are
+    matched by their row's identity and seed."""
+    records = runner.load_jsonl(RESULTS / "ltsf_runs.jsonl")
+    runs = runner.plan("ltsf", _args(datasets=["ETTh1"], horizons=["96"],
+                                     models=["learned", "uniform R=8"], seeds=[0, 1, 2, 99]))
+    done = {(run["model"], run["seed"]) for run in runs if runner.is_recorded(run, "ltsf", records)}
+    assert done == {(model, seed) for model in ("learned", "uniform R=8") for seed in (0, 1, 2)}
+    fresh = runner.record_of(runs[-1], {"val_mse": 1.0}, specs.EXPERIMENTS["ltsf"], code="c")
+    assert runner.is_recorded(runs[-1], "ltsf", [fresh])
+
+
 def test_a_tag_plans_every_row_it_names_and_require_narrows_it():
     runs = runner.plan("ltsf", _args(models=["uniform"], seeds=[0]))
     assert [r["model"] for r in runs] == [f"uniform R={r}" for r in specs.TUNING_RATES]
