@@ -220,6 +220,15 @@ def build_model(run: dict, work_dir: Path, progress: bool):
     if isinstance(kwargs.get("compression_rate"), list):
         kwargs["compression_rate"] = tuple(kwargs["compression_rate"])
     if run["family"] == "reinpatch":
+        settings = kwargs.pop("patcher_settings", None)
+        if settings:  # a new learned patcher with other density-policy settings
+            import torch
+
+            from reinpatch_forecast.nn import LearnedPatcher
+
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(run["seed"])
+                kwargs["patcher_init"] = LearnedPatcher(**settings)
         return variants.make_model(**kwargs, **common)
     from darts import models
 

@@ -215,6 +215,31 @@ READOUT_MODELS = {
     for rate in (4, 8, 16, 24, 32)
 }
 
+#: The learned patcher's settings that the readout table's policy ablation compares, one at a
+#: time, under the default readout at R = 8: row label -> ``make_model`` options
+#: (``patcher_settings``: a new ``LearnedPatcher`` with these density-policy settings, seeded
+#: with the run's seed, trained end to end from the grid as the default one is).
+POLICY_SETTINGS = {
+    "kl=0.01": {"kl_coef": 0.01},
+    "kl=0.01, sample_weight=1.0": {"kl_coef": 0.01, "sample_loss_weight": 1.0},
+    "G=8": {"group_size": 8},
+    "patcher_lr=0.01": {"patcher_lr": 0.01},
+    "warmup=1": {"patcher_warmup": 1},
+    "kl_schedule=linear": {"kl_schedule": "linear"},
+    "sigma=1.0": {"patcher_settings": {"density_sigma": 1.0}},
+    "sigma=0.25": {"patcher_settings": {"density_sigma": 0.25}},
+    "knots=2": {"patcher_settings": {"density_knots": 2}},
+    "knots=8": {"patcher_settings": {"density_knots": 8}},
+    "budget=at_most": {"budget": "at_most"},
+}
+READOUT_MODELS.update({
+    f"learned [{label}] R=8": {
+        **reinpatch(["learned", "policy_ablation", "copy+skip", "R=8"], patcher="learned",
+                    compression_rate=8, **READOUTS["copy+skip"], **options),
+        "row": {"readout": "copy+skip", "patcher": f"learned [{label}]"}, "reference": "uniform"}
+    for label, options in POLICY_SETTINGS.items()
+})
+
 #: The generated-series table's rows run on the flatten head (the backbone of its records).
 BOUNDARY_MODELS = {
     "uniform": {**reinpatch(["uniform"], patcher="uniform", compression_rate=8, **FLATTEN),
