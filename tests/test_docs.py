@@ -1,4 +1,5 @@
-"""The documentation: the Sphinx site builds with warnings as errors, and its examples run."""
+"""The documentation: the Sphinx site builds with warnings as errors, and its examples (and the
+README's) run."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import pytest
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 #: Pages whose ```python blocks are executed, in order, in one namespace per page.
-EXAMPLE_PAGES = ("quickstart_darts.md", "quickstart_sktime.md", "foundation.md", "tuning.md")
+EXAMPLE_PAGES = ("quickstart_darts.md", "quickstart_sktime.md", "foundation.md", "tuning.md",
+                 "../README.md")
 _PYTHON_BLOCK = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 
 _MISSING = [name for name in ("sphinx", "numpydoc", "myst_parser")
@@ -63,7 +65,7 @@ def test_every_example_page_has_python_blocks():
 def test_page_examples_run(page, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # examples write figures and models to the working directory
     monkeypatch.setenv("MPLBACKEND", "Agg")
-    namespace: dict = {"__name__": f"docs_{page.removesuffix('.md')}"}
+    namespace: dict = {"__name__": f"docs_{Path(page).stem}"}
     for number, code in enumerate(python_blocks(DOCS / page), start=1):
         try:
             exec(compile(code, f"{page} block {number}", "exec"), namespace)
