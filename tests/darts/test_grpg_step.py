@@ -18,19 +18,15 @@ def _batch(series, length: int = 24, horizon: int = 6, windows: int = 8) -> Torc
                               static_covariates=None, sample_weight=None, future_target=future)
 
 
-def test_darts_training_step_is_the_network_step(make_model, series, monkeypatch):
-    """Same seed and batch: the module's training_step returns the loss of
-    ReinPatchNetwork.training_losses with darts' loss (MSE), and logs nothing else (the
-    benchmarks' policies and readouts: tests/darts/test_variant_models.py)."""
-    model = make_model(dropout=0.2, n_epochs=1)
-    model.fit(series)
+def step_and_network_losses(model, series, monkeypatch):
+    """The fitted model's training_step on a fixed batch, what it logged, and the network's
+    training_losses with darts' loss (MSE) on the same batch and seed."""
     module = model.model.train()
     logged = {}
     monkeypatch.setattr(module, "log", lambda name, value, **kw: logged.__setitem__(name, value))
     monkeypatch.setattr(module, "log_dict", lambda values, **kw: logged.update(values))
     monkeypatch.setattr(module, "_update_metrics", lambda *args: None)
     batch = _batch(series)
-
     module.network._generators.clear()  # the patcher's sampling restarts from its seed
     torch.manual_seed(3)
     darts_loss = module.training_step(batch, 0)
@@ -40,6 +36,16 @@ def test_darts_training_step_is_the_network_step(make_model, series, monkeypatch
         batch.past_target, batch.future_target,
         backbone_loss=lambda prediction, target: ((prediction[..., 0] - target) ** 2).mean(),
     )
+    return darts_loss, logged, losses
+
+
+def test_darts_training_step_is_the_network_step(make_model, series, monkeypatch):
+    """Same seed and batch: the module's training_step returns the loss of
+    ReinPatchNetwork.training_losses with darts' loss (MSE), and logs nothing else (the
+    benchmarks' policies and readouts: tests/darts/test_variant_models.py)."""
+    model = make_model(dropout=0.2, n_epochs=1)
+    model.fit(series)
+    darts_loss, logged, losses = step_and_network_losses(model, series, monkeypatch)
     assert torch.equal(darts_loss, losses.loss)
     assert torch.equal(logged["train_loss"], losses.backbone_loss)
     assert logged["train_policy_loss"] == losses.policy_loss.detach()

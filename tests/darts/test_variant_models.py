@@ -17,7 +17,7 @@ from support import SMALL_DARTS
 
 from reinpatch_forecast._lightning import quiet_trainer_kwargs
 
-from test_grpg_step import _batch  # noqa: E402
+from test_grpg_step import step_and_network_losses  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import variants  # noqa: E402
@@ -86,21 +86,7 @@ def test_darts_training_step_is_the_network_step(make_variant, series, monkeypat
     network's training_losses with darts' loss (MSE)."""
     model = make_variant(policy=policy, readout=readout, dropout=0.2, n_epochs=1)
     model.fit(series)
-    module = model.model.train()
-    logged = {}
-    monkeypatch.setattr(module, "log", lambda name, value, **kw: logged.__setitem__(name, value))
-    monkeypatch.setattr(module, "log_dict", lambda values, **kw: logged.update(values))
-    monkeypatch.setattr(module, "_update_metrics", lambda *args: None)
-    batch = _batch(series)
-    module.network._generators.clear()  # the patcher's sampling restarts from its seed
-    torch.manual_seed(3)
-    darts_loss = module.training_step(batch, 0)
-    module.network._generators.clear()
-    torch.manual_seed(3)
-    losses = module.network.training_losses(
-        batch.past_target, batch.future_target,
-        backbone_loss=lambda prediction, target: ((prediction[..., 0] - target) ** 2).mean(),
-    )
+    darts_loss, logged, losses = step_and_network_losses(model, series, monkeypatch)
     assert torch.equal(darts_loss, losses.loss)
     assert torch.equal(logged["train_loss"], losses.backbone_loss)
     assert logged["train_policy_loss"] == losses.policy_loss.detach()

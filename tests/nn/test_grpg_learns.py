@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import pytest
 import torch
 
+from reinpatch_forecast.cli.demo import spike_batch  # the demo's spike task, the same windows
 from reinpatch_forecast.nn import ReinPatchConfig, ReinPatchNetwork
 
 from grpg_support import train_by_grpg  # noqa: E402
@@ -32,16 +33,6 @@ TOPK_STEPS = 150
 #: Steps of the offset variant and its uniform reference: within 150 steps it never leaves
 #: the grid (measured on seeds 0-2), within 300 it does on some seeds.
 OFFSET_STEPS = 300
-
-
-def spike_batch(n: int, generator: torch.Generator):
-    """Windows ``(n, L, 1)``, targets ``(n, H, 1)`` and spike positions ``(n,)``."""
-    x = 0.3 * torch.randn(n, LOOKBACK, generator=generator)
-    position = torch.randint(0, LOOKBACK, (n,), generator=generator)
-    amplitude = torch.rand(n, generator=generator) * 4 - 2
-    x[torch.arange(n), position] += amplitude
-    y = amplitude[:, None].expand(n, HORIZON).clone()
-    return x.unsqueeze(-1), y.unsqueeze(-1), position
 
 
 @dataclass
