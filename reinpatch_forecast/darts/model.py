@@ -21,6 +21,7 @@ one-line reason above it; darts' private names are reached through
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import inspect
 import os
 from typing import Any, Iterator, Sequence
@@ -78,6 +79,15 @@ from .checkpoints import remove_abandoned_writes
 from .rewards import elementwise_loss
 
 __all__ = ["ReinPatchModel", "PatchBoundaries"]
+
+
+#: The patchers whose decode has no ONNX form, and why (see docs/deployment.md).
+_NOT_EXPORTABLE = {
+    "random": "its decode draws from a seeded torch.Generator, which an ONNX graph cannot hold "
+              "(ONNX's RandomUniform does not give torch's numbers)",
+    "volatility": "it ranks the steps with a stable sort (aten.sort.stable), which has no ONNX "
+                  "function",
+}
 
 
 class _MonteCarloGroupDropout(GroupDropout, MonteCarloDropout):
@@ -155,24 +165,9 @@ class _ReinPatchModule(PLForecastingModule):
             return None
         return covariates
 
-    #: The patchers whose decode has no ONNX form, and why (see docs/deployment.md).
-    NOT_EXPORTABLE = {
-        "random": "its decode draws from a seeded torch.Generator, which an ONNX graph cannot "
-                  "hold (ONNX's RandomUniform does not give torch's numbers)",
-        "volatility": "it ranks the steps with a stable sort (aten.sort.stable), which has no "
-                      "ONNX function",
-    }
-
     # darts' abstract hook: the greedy (decoded) forecast, for validation and prediction.
     @io_processor
     def forward(self, x_in: PLModuleInput) -> PLModuleOutput:
-        if torch.compiler.is_exporting() or torch.onnx.is_in_onnx_export():
-            name = self.network.config.patcher.name
-            if name in self.NOT_EXPORTABLE:  # before torch.onnx fails deep inside the graph
-                raise ReinPatchInputError(
-                    f"patcher={name!r} cannot be exported to ONNX: {self.NOT_EXPORTABLE[name]}."
-                    " The learned, pretrained and uniform patchers export."
-                )
         x = x_in.past_target.to(self.dtype)  # (B, L, C)
         return PLModuleOutput(prediction=self.network(x, self._covariates(x_in)))  # (B,H,C,Q)
 
@@ -652,12 +647,34 @@ class ReinPatchModel(MixedCovariatesTorchModel):
                      else self.trainer_params.get("precision"))
         return np.dtype(np.float64 if str(precision).startswith("64") else np.float32)
 
-    # darts' export without torch.onnx's step log (verbose=False unless given) or benign notices.
+    # darts' export, after the checks that name the fix (the onnx extra, a patcher whose decode
+    # has no ONNX form), without torch.onnx's step log (verbose=False unless given) or notices.
     def to_onnx(self, path: str | None = None, **kwargs):
         """Export the prediction path to ONNX; see darts' ``TorchForecastingModel.to_onnx``.
 
         ``kwargs`` go to ``torch.onnx.export``; ``verbose`` is ``False`` unless given.
+
+        Raises
+        ------
+        ImportError
+            If ``onnx`` or ``onnxscript`` is missing (``pip install 'reinpatch-forecast[onnx]'``).
+        ValueError
+            If the patcher is ``"random"`` or ``"volatility"``: their decodes have no ONNX form.
         """
+        missing = [name for name in ("onnx", "onnxscript")
+                   if importlib.util.find_spec(name) is None]
+        if missing:
+            raise ImportError(
+                f"to_onnx needs {' and '.join(missing)}: pip install 'reinpatch-forecast[onnx]' "
+                "(onnx, onnxscript and onnxruntime)."
+            )
+        name = self.network_config.patcher.name
+        if name in _NOT_EXPORTABLE:
+            raise ReinPatchInputError(
+                f"patcher={name!r} cannot be exported to ONNX: "
+                f"{_NOT_EXPORTABLE[name]}. The learned, pretrained and uniform "
+                "patchers export."
+            )
         kwargs.setdefault("verbose", False)
         with quiet_lightning():
             return super().to_onnx(path, **kwargs)

@@ -174,17 +174,19 @@ def test_patchers_without_an_onnx_form_are_refused_with_the_reason(patcher, make
                                                                    tmp_path):
     model = make_model(SIZE, patcher=patcher)
     model.fit(noisy_sine(length=60))
-    # torch.onnx wraps the module's error (raised when tracing starts) in its own
-    with pytest.raises(Exception, match=f"patcher='{patcher}' cannot be exported to ONNX: "
-                                        f"it.* The learned, pretrained and uniform") as raised:
+    with pytest.raises(ValueError, match=f"patcher='{patcher}' cannot be exported to ONNX: "
+                                         f"it.* The learned, pretrained and uniform"):
         model.to_onnx(str(tmp_path / "model.onnx"))
-    causes = [raised.value]
-    while causes[-1].__cause__ is not None:
-        causes.append(causes[-1].__cause__)
-    assert any(isinstance(error, ValueError) for error in causes)
     assert not (tmp_path / "model.onnx").exists()
-    # darts' export puts the module in evaluation mode (also when it fails): a later fit
-    # still trains in training mode
+
+
+def test_a_fit_after_an_export_trains_in_training_mode(make_model, tmp_path):
+    """darts' export leaves the module (and darts' shared default loss) in evaluation mode; a
+    later fit still trains with dropout."""
+    model = make_model(SIZE, patcher="uniform")
+    model.fit(noisy_sine(length=60))
+    model.to_onnx(str(tmp_path / "model.onnx"))
+    assert not any(module.training for module in model.model.modules())
     model.fit(noisy_sine(length=60), epochs=1)
     assert all(module.training for module in model.model.modules())
 
@@ -203,3 +205,16 @@ def test_deployment_page_examples_run(tmp_path, monkeypatch):
     assert blocks
     for number, code in enumerate(blocks, start=1):
         exec(compile(code, f"deployment.md block {number}", "exec"), namespace)
+
+
+def test_a_missing_onnx_extra_is_named(make_model, tmp_path, monkeypatch):
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+
+    def without_onnxscript(name, *args):
+        return None if name == "onnxscript" else find_spec(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", without_onnxscript)
+    with pytest.raises(ImportError, match=r"onnxscript.*reinpatch-forecast\[onnx\]"):
+        make_model(SIZE).to_onnx(str(tmp_path / "model.onnx"))
