@@ -399,48 +399,20 @@ class VariantBackbone(Backbone):
             steps = (steps.reshape(rows, group, length, -1) + skip.unsqueeze(1)).flatten(0, 1)
         return steps  # (R*G, L, k)
 
-    def _forward(self, x: Tensor, starts: Tensor, local: Tensor | None,
-                 coarse_starts: Tensor | None, past: Tensor | None = None,
-                 future: Tensor | None = None, static: Tensor | None = None) -> Tensor:
+    def _read(self, tokens: Tensor, coarse: Tensor | None, starts: Tensor,
+              coarse_starts: Tensor | None, local: Tensor | None) -> Tensor:
         group = starts.shape[1]
-        two_levels = coarse_starts is not None
-        rows = Covariates(past=past, future=future, static=static)
-        if local is None and self.ablation.use_local_mean:
-            local = self.tokeniser.local_features(x)  # (R, L, d)
-        h = self.tokeniser(x, starts, local)  # (R*G, N, d)
-        unused = (starts >= x.shape[-1]).flatten(0, 1) if self.variable_tokens else None
-        if self.covariates is not None:
-            offsets = self.covariates.token_offsets(rows, starts)  # (R, G|1, N|1, d)
-            if offsets is not None:
-                h = (h.reshape(*starts.shape, -1) + offsets).flatten(0, 1)  # (R*G, N, d)
-        for layer in self.layers:
-            h = layer(h, group, unused)  # (R*G, N, d)
-        coarse = None
-        if two_levels:
-            coarse = self._coarse_tokens(h, x, starts, coarse_starts)  # (R*G, N2, d)
-            for layer in self.coarse_layers:
-                coarse = layer(coarse, group)  # (R*G, N2, d)
-            coarse = self.coarse_norm(coarse)  # (R*G, N2, d)
         if self.ablation.readout == "query":
-            tokens = self.final_norm(h)  # (R*G, N, d)
-            if two_levels:
+            if coarse is not None:
                 tokens = torch.cat([tokens, coarse], dim=1)  # (R*G, N+N2, d)
             read = self.dropout(self.query_readout.attend(tokens), group)  # (R*G, H, d)
-            out = self.query_readout(read)  # (R*G, H, Q)
-        else:
-            if self.time_aligned:
-                flat = self._step_features(self.final_norm(h), coarse, starts, coarse_starts,
-                                           local).flatten(1)  # (R*G, L*k)
-            else:
-                flat = self.final_norm(h).flatten(1)  # (R*G, N*d)
-                if two_levels:
-                    flat = torch.cat([flat, coarse.flatten(1)], dim=1)  # (R*G, (N+N2)*d)
-            out = self.head(self.dropout(flat, group))  # (R*G, H*Q)
-        out = out.reshape(-1, self.config.output_length, self.config.nr_params)  # (R*G, H, Q)
-        if self.covariates is not None and self.covariates.n_future:
-            horizon = self.covariates.horizon_offsets(rows)  # (R, H, Q)
-            out = out + horizon.repeat_interleave(group, dim=0)  # (R*G, H, Q)
-        return out
+            return self.query_readout(read)  # (R*G, H, Q)
+        if self.time_aligned:
+            return super()._read(tokens, coarse, starts, coarse_starts, local)
+        flat = tokens.flatten(1)  # (R*G, N*d)
+        if coarse is not None:
+            flat = torch.cat([flat, coarse.flatten(1)], dim=1)  # (R*G, (N+N2)*d)
+        return self.head(self.dropout(flat, group))  # (R*G, H*Q)
 
 
 class VariantNetwork(ReinPatchNetwork):

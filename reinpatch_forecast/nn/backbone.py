@@ -441,6 +441,14 @@ class Backbone(nn.Module):
         skip = self.skip_projection(local)  # (R, L, k): the same for every patching
         return (steps.reshape(rows, group, length, -1) + skip.unsqueeze(1)).flatten(0, 1)
 
+    def _read(self, tokens: Tensor, coarse: Tensor | None, starts: Tensor,
+              coarse_starts: Tensor | None, local: Tensor) -> Tensor:
+        """The forecast from the encoded tokens ``(R*G, N, d)`` (and ``coarse`` ``(R*G, N2, d)``),
+        ``(R*G, H*Q)``: the step features of :meth:`_step_features` through the head."""
+        flat = self._step_features(tokens, coarse, starts, coarse_starts,
+                                   local).flatten(1)  # (R*G, L*k)
+        return self.head(self.dropout(flat, starts.shape[1]))  # (R*G, H*Q)
+
     def _forward(self, x: Tensor, starts: Tensor, local: Tensor | None,
                  coarse_starts: Tensor | None, past: Tensor | None = None,
                  future: Tensor | None = None, static: Tensor | None = None) -> Tensor:
@@ -448,7 +456,7 @@ class Backbone(nn.Module):
         group = starts.shape[1]
         rows = Covariates(past=past, future=future, static=static)
         if local is None:
-            local = self.tokeniser.local_features(x)  # (R, L, d), shared by the tokens and the skip
+            local = self.local_features(x)  # (R, L, d), shared by the tokens and the skip
         h = self.tokeniser(x, starts, local)  # (R*G, N, d)
         unused = None
         if self.variable_tokens:
@@ -467,9 +475,7 @@ class Backbone(nn.Module):
             for layer in self.coarse_layers:
                 coarse = layer(coarse, group)  # (R*G, N2, d)
             coarse = self.coarse_norm(coarse)  # (R*G, N2, d)
-        flat = self._step_features(self.final_norm(h), coarse, starts, coarse_starts,
-                                   local).flatten(1)  # (R*G, L*k)
-        out = self.head(self.dropout(flat, group))  # (R*G, H*Q)
+        out = self._read(self.final_norm(h), coarse, starts, coarse_starts, local)
         out = out.reshape(-1, self.config.output_length, self.config.nr_params)  # (R*G, H, Q)
         if self.covariates is not None and self.covariates.n_future:
             horizon = self.covariates.horizon_offsets(rows)  # (R, H, Q)
