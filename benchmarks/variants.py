@@ -58,6 +58,7 @@ Q : parameters per step
 from __future__ import annotations
 
 import math
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable
 
@@ -70,16 +71,14 @@ from darts.utils.serialization import add_safe_globals
 from reinpatch_forecast import ReinPatchModel
 from reinpatch_forecast.darts.model import _ReinPatchModule
 from reinpatch_forecast.errors import ReinPatchInputError
-from reinpatch_forecast.nn import (Backbone, Covariates, LearnedPatcher, Patcher,
+from reinpatch_forecast.nn import (Backbone, Covariates, LearnedPatcher, Patcher, Patching,
                                    ReinPatchConfig, ReinPatchNetwork, TrainingLosses)
 from reinpatch_forecast.nn.backbone import EncoderLayer, GroupDropout, PatchTokeniser
 from reinpatch_forecast.nn.grid import uniform_start_values
-from reinpatch_forecast.nn.network import (_mean_squared_error, _replayed_randomness, _rows,
-                                           _squared_error)
 from reinpatch_forecast.nn.policies import (BoundaryPolicy, PolicyDraw, _categorical_offsets,
                                             coarse_offsets, gumbel)
 from reinpatch_forecast.nn.readout import step_patch_index
-from reinpatch_forecast.nn.segments import (patch_lengths, resample_patches, segment_mean)
+from reinpatch_forecast.nn.segments import patch_lengths, resample_patches
 
 __all__ = ["Ablation", "VariantConfig", "VariantPatcher", "VariantTokeniser", "VariantBackbone",
            "VariantNetwork", "VariantModel", "make_model", "make_network", "make_patcher",
@@ -280,9 +279,7 @@ class VariantTokeniser(PatchTokeniser):
 
     def _local_features(self, x: Tensor) -> Tensor:
         h = self.local_conv(x.unsqueeze(1)).transpose(1, 2)  # (R, L, d)
-        if self.ablation.local_activation:
-            h = F.gelu(h)
-        return self.local_out(h)  # (R, L, d)
+        return F.gelu(h) if self.ablation.local_activation else h  # (R, L, d)
 
     def forward(self, x: Tensor, starts: Tensor, local: Tensor | None = None) -> Tensor:
         """``(R*G, N, d)`` tokens of ``starts`` ``(R, G, N)`` over ``x`` ``(R, L)``."""
@@ -292,7 +289,7 @@ class VariantTokeniser(PatchTokeniser):
         if self.ablation.use_local_mean:
             if local is None:
                 local = self.local_features(x)  # (R, L, d)
-            parts.append(segment_mean(local, starts))  # (R, G, N, d)
+            parts.append(self.local_tokens(local, starts))  # (R, G, N, d)
         if self.ablation.use_resampled:
             values = resample_patches(x, starts, self.resample_points)  # (R, G, N, P)
             parts.append(self.resampled_proj(values))  # (R, G, N, d)
@@ -395,7 +392,7 @@ class VariantBackbone(Backbone):
             steps = steps + self.coarse_step_readout(
                 coarse, coarse_starts.reshape(rows * group, -1), length)  # (R*G, L, k)
         if self.ablation.readout_skip:
-            skip = self.skip_projection(local)  # (R, L, k)
+            skip = self.skip_features(local)  # (R, L, k)
             steps = (steps.reshape(rows, group, length, -1) + skip.unsqueeze(1)).flatten(0, 1)
         return steps  # (R*G, L, k)
 
@@ -441,6 +438,14 @@ class VariantNetwork(ReinPatchNetwork):
                               levels=config.levels, at_most=config.budget == "at_most",
                               **config.patcher.learned_settings())
 
+    #: ``(train_patcher, kl_coef)`` of the GRPG step in progress (``None`` between steps).
+    _step_schedule: tuple[bool, float] | None = None
+
+    @property
+    def trains_patcher(self) -> bool:
+        trains = super().trains_patcher
+        return trains if self._step_schedule is None else trains and self._step_schedule[0]
+
     def training_losses(self, x: Tensor, y: Tensor,
                         backbone_loss: Callable[[Tensor, Tensor], Tensor] | None = None,
                         sample_loss: Callable[[Tensor, Tensor], Tensor] | None = None,
@@ -449,40 +454,35 @@ class VariantNetwork(ReinPatchNetwork):
                         kl_coef: float | None = None) -> TrainingLosses:
         """The package's GRPG step under the ablation's schedule and sample-loss weight;
         ``train_patcher`` and ``kl_coef`` override the schedule."""
-        self._check_input(x)
-        ablation = self.config.ablation
-        scheduled, anchor = ablation.policy_schedule(*self.schedule_epoch,
-                                                     self.config.training.kl_coef)
-        train_patcher = scheduled if train_patcher is None else train_patcher
-        anchor = anchor if kl_coef is None else kl_coef
-        backbone_loss = backbone_loss or _mean_squared_error
-        sample_loss = sample_loss or _squared_error
-        batch, length, channels = x.shape
-        patcher_input, backbone_input, stats = self._normalise(x)
-        rows = _rows(covariates, channels)
-        if not (self.trains_patcher and train_patcher):
-            return self._backbone_losses(backbone_input, patcher_input, stats, y, batch,
-                                         channels, rows, backbone_loss)
-        group = group_size or self.config.training.group_size
-        decoded, samples = self._explore(patcher_input, group)  # (R, 1, N), (R, G, N)
-        local = self.backbone.local_features(backbone_input)  # (R, L, d) or None
-        chunk_rows = self.backbone.chunk_rows(batch * channels, group, length, with_local=False)
-        with _replayed_randomness(x.device, enabled=self.training):
-            prediction = self._forecast(backbone_input, decoded.starts, stats, batch, channels,
-                                        local, decoded.coarse_starts, chunk_rows, rows)[:, 0]
-        weight = ablation.sample_loss_weight
-        with torch.set_grad_enabled(weight > 0 and torch.is_grad_enabled()):
-            sampled = self._forecast(backbone_input, samples.starts, stats, batch, channels,
-                                     local, samples.coarse_starts, chunk_rows, rows)
-        loss = backbone_loss(prediction, y)
-        forecasts = torch.cat([prediction.detach().unsqueeze(1), sampled], dim=1)
-        targets = y.unsqueeze(1).expand(-1, group + 1, -1, -1)  # (B, 1+G, H, C)
-        per_element = sample_loss(forecasts.flatten(0, 1), targets.flatten(0, 1))  # (S, H, C)
-        if weight > 0:
-            sampled_loss = per_element.reshape(batch, group + 1, -1)[:, 1:].mean()
-            loss = (loss + weight * sampled_loss) / (1 + weight)
-        return self._grpg_losses(loss, per_element, prediction, decoded, samples, batch,
-                                 channels, group, anchor)
+        scheduled, anchor = self.config.ablation.policy_schedule(*self.schedule_epoch,
+                                                                 self.config.training.kl_coef)
+        self._step_schedule = (scheduled if train_patcher is None else train_patcher,
+                               anchor if kl_coef is None else kl_coef)
+        try:
+            return super().training_losses(x, y, backbone_loss, sample_loss, group_size,
+                                           covariates)
+        finally:
+            self._step_schedule = None
+
+    def _grpg_losses(self, loss: Tensor, per_element: Tensor, prediction: Tensor,
+                     decoded: Patching, samples: Patching, batch: int, channels: int,
+                     group: int, kl_coef: float) -> TrainingLosses:
+        if self._step_schedule is not None:
+            kl_coef = self._step_schedule[1]
+        return super()._grpg_losses(loss, per_element, prediction, decoded, samples, batch,
+                                    channels, group, kl_coef)
+
+    def _scoring_mode(self) -> AbstractContextManager:
+        """With ``sample_loss_weight > 0`` the backbone also trains on the scored samples."""
+        weight = self.config.ablation.sample_loss_weight
+        return torch.set_grad_enabled(weight > 0 and torch.is_grad_enabled())
+
+    def _step_loss(self, loss: Tensor, per_element: Tensor, scored: int, group: int) -> Tensor:
+        weight = self.config.ablation.sample_loss_weight
+        if weight == 0:
+            return loss
+        sampled_loss = per_element.reshape(scored, group + 1, -1)[:, 1:].mean()
+        return (loss + weight * sampled_loss) / (1 + weight)
 
 
 def config_values(values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -118,7 +118,14 @@ class PatchTokeniser(nn.Module):
         return rows_per_chunk(self.chunk_elements, length * self.d_model)
 
     def local_features(self, x: Tensor) -> Tensor:
-        """Per-position features ``(R, L, d)`` of a normalised series ``x`` ``(R, L)``.
+        """Per-position features ``(R, L, d)`` of a normalised series ``x`` ``(R, L)``: the
+        activated local conv, before ``local_out``.
+
+        ``local_out`` is linear, so it commutes with the patch mean: the tokeniser applies it
+        to the ``N`` patch means (:meth:`local_tokens`) instead of the ``L`` steps, and the
+        per-step skip folds it into its own projection
+        (:meth:`~reinpatch_forecast.nn.backbone.Backbone.skip_features`). The function is
+        that of ``local_out`` on every step, at ``N / L`` of its cost.
 
         Rows are independent, so long inputs on the CPU run in chunks of rows (the
         intermediates stay small; only the result is one ``(R, L, d)`` tensor).
@@ -128,7 +135,16 @@ class PatchTokeniser(nn.Module):
     def _local_features(self, x: Tensor) -> Tensor:
         """:meth:`local_features` in one pass, ``(r, L, d)`` from ``(r, L)``."""
         h = self.local_conv(x.unsqueeze(1)).transpose(1, 2)  # (R, L, d)
-        return self.local_out(F.gelu(h))  # (R, L, d)
+        return F.gelu(h)  # (R, L, d)
+
+    def local_tokens(self, local: Tensor, starts: Tensor) -> Tensor:
+        """The local part of every token, ``local_out`` of the patch mean of ``local``.
+
+        ``(R, G, N, d)`` from ``local`` ``(R, L, d)`` and ``starts`` ``(R, G, N)``; equal to
+        the patch mean of ``local_out(local)`` (an empty slot of an at-most budget reads
+        ``local_out``'s bias, and no step or attention key reads that slot).
+        """
+        return self.local_out(segment_mean(local, starts))  # (R, G, N, d)
 
     def forward(self, x: Tensor, starts: Tensor, local: Tensor | None = None) -> Tensor:
         """Tokens of every patching.
@@ -151,7 +167,7 @@ class PatchTokeniser(nn.Module):
         length = x.shape[-1]
         if local is None:
             local = self.local_features(x)  # (R, L, d)
-        mean = segment_mean(local, starts)  # (R, G, N, d)
+        mean = self.local_tokens(local, starts)  # (R, G, N, d)
         values = resample_patches(x, starts, self.resample_points)  # (R, G, N, P)
         position = self.position_features(starts, length)  # (R, G, N, 4F)
         tokens = (mean + self.resampled_proj(values)
@@ -327,6 +343,18 @@ class Backbone(nn.Module):
         patching of a series (token means and the per-step skip)."""
         return self.tokeniser.local_features(x)
 
+    def skip_features(self, local: Tensor) -> Tensor:
+        """The per-step skip ``(R, L, k)``: ``skip_projection(local_out(local))`` for
+        ``local`` ``(R, L, d)`` (:meth:`PatchTokeniser.local_features`).
+
+        The two linear maps compose into one ``(k, d)`` map, so the step costs ``L * d * k``
+        instead of ``L * d * d``; gradients reach both maps' weights.
+        """
+        local_out, skip = self.tokeniser.local_out, self.skip_projection
+        weight = skip.weight @ local_out.weight  # (k, d)
+        bias = F.linear(local_out.bias, skip.weight, skip.bias)  # (k,)
+        return F.linear(local, weight, bias)  # (R, L, k)
+
     def _coarse_tokens(self, fine: Tensor, x: Tensor, starts: Tensor,
                        coarse_starts: Tensor) -> Tensor:
         """Coarse tokens ``(R*G, N2, d)``: segment means of the encoded fine tokens.
@@ -364,9 +392,7 @@ class Backbone(nn.Module):
             ``(R, G, N2)`` int64 sorted coarse starts, each one of ``starts`` (nested):
             required with two levels, refused with one.
         chunk_rows
-            Series per chunk on the CPU; default :meth:`chunk_rows`. Two passes given the same
-            value split the rows alike, so they draw the same dropout masks from the same
-            random state (the GRPG step relies on it).
+            Series per chunk on the CPU; default :meth:`chunk_rows`.
         covariates
             The rows' covariates (:meth:`Covariates.rows`: ``past`` ``(R, L, Cp)``, ``future``
             ``(R, H, Cf)``, ``static`` ``(R, Cs)``); exactly the kinds the config names.
@@ -438,7 +464,7 @@ class Backbone(nn.Module):
         if coarse is not None:
             steps = steps + self.coarse_step_readout(
                 coarse, coarse_starts.reshape(rows * group, -1), length)  # (R*G, L, k)
-        skip = self.skip_projection(local)  # (R, L, k): the same for every patching
+        skip = self.skip_features(local)  # (R, L, k): the same for every patching
         return (steps.reshape(rows, group, length, -1) + skip.unsqueeze(1)).flatten(0, 1)
 
     def _read(self, tokens: Tensor, coarse: Tensor | None, starts: Tensor,

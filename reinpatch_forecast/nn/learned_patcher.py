@@ -246,19 +246,24 @@ class LearnedPatcher(Patcher):
 
     def explore(self, x: Tensor, n_patches: int, group_size: int,
                 n_coarse_patches: int | None = None,
-                generator: torch.Generator | None = None) -> tuple[Patching, Patching]:
-        """The decoded patching and ``group_size`` sampled ones, from one pass of the conv stack.
+                generator: torch.Generator | None = None,
+                sampled_rows: int | None = None) -> tuple[Patching, Patching]:
+        """The decoded patching of every row and ``group_size`` sampled ones of the first
+        ``sampled_rows`` rows (default all), from one pass of the conv stack.
 
         The samples' noise comes from ``generator`` (default: torch's global generator).
 
         Returns
         -------
         tuple of Patching
-            The decode (``G = 1``; its ``kl`` and ``entropy`` are the policy's, with
-            gradients) and the samples (``G = group_size``; ``log_prob`` with gradients).
+            The decode (``(R, 1, N)``; its ``kl`` and ``entropy`` are the policy's, with
+            gradients) and the samples (``(sampled_rows, group_size, N)``; ``log_prob`` with
+            gradients).
         """
         self._check_budgets(n_patches, n_coarse_patches)
         scores = self._scores(x)
         decoded = self._draw(scores, n_patches, n_coarse_patches, 1, False)
+        if sampled_rows is not None:
+            scores = tuple(None if s is None else s[:sampled_rows] for s in scores)
         return decoded, self._draw(scores, n_patches, n_coarse_patches, group_size, True,
                                    generator)

@@ -15,9 +15,11 @@ Q : parameters per forecast step (``nr_params``)
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -298,11 +300,18 @@ class ReinPatchNetwork(nn.Module):
         coarse = self._decode(patcher_input).coarse_starts  # (R, 1, N2)
         return coarse[:, 0].reshape(batch, channels, -1)  # (B, C, N2)
 
-    def _explore(self, patcher_input: Tensor, group: int) -> tuple[Patching, Patching]:
-        """The decoded patching and ``group`` samples, from one pass of the patcher."""
+    def _explore(self, patcher_input: Tensor, group: int,
+                 sampled_rows: int | None = None) -> tuple[Patching, Patching]:
+        """The decoded patching of every row and ``group`` samples of the first
+        ``sampled_rows`` rows, from one pass of the patcher."""
         return self.patcher.explore(patcher_input, self.config.n_patches, group,
                                     generator=self.sampling_generator(patcher_input.device),
-                                    **self._coarse_budget())
+                                    sampled_rows=sampled_rows, **self._coarse_budget())
+
+    def scored_windows(self, batch: int) -> int:
+        """Windows of a batch of ``batch`` whose group a GRPG step scores:
+        ``ceil(scored_share * batch)``, at least one."""
+        return max(1, math.ceil(self.config.training.scored_share * batch - 1e-9))
 
     def training_losses(
         self,
@@ -315,15 +324,18 @@ class ReinPatchNetwork(nn.Module):
     ) -> TrainingLosses:
         """Losses of one training step: the GRPG step.
 
-        The patcher gives its decoded patching (the one validation and prediction use) and
-        ``G`` samples. The backbone trains on the decoded patching; the samples are forecast
-        without gradients, under the same dropout masks as the decode, so a sample's
-        reward differs from the decode's only by its patching. The advantage of a sample is
-        its reward minus the decode's (a self-critical baseline), scaled by the standard
-        deviation over the batch; the policy loss is ``-mean(A * log pi) + kl_coef * KL`` to
-        the reference policy. A patcher that is not trained (a fixed rule, or a frozen
-        foundation patcher) adds no policy term: the backbone trains on its patching (a fresh
-        draw for ``"random"``, the decode otherwise).
+        The patcher gives the decoded patching of every window (the one validation and
+        prediction use); the backbone trains on it. The first :meth:`scored_windows` windows
+        of the batch also draw ``G`` samples each, and their decode and samples are scored
+        together without gradients, as one group per series: group dropout gives the
+        ``1 + G`` patchings of a series the same masks, so a sample's reward differs from its
+        decode's only by its patching. The advantage of a sample is its reward minus the
+        decode's (a self-critical baseline), scaled by the standard deviation over the scored
+        series; the policy loss is ``-mean(A * log pi) + kl_coef * KL`` to the reference
+        policy. What does not depend on the patching (normalisation, the local features and
+        the per-step skip) is computed once per window. A patcher that is not trained (a fixed
+        rule, or a frozen foundation patcher) adds no policy term: the backbone trains on its
+        patching (a fresh draw for ``"random"``, the decode otherwise).
 
         Parameters
         ----------
@@ -360,28 +372,47 @@ class ReinPatchNetwork(nn.Module):
         if not self.trains_patcher:
             return self._backbone_losses(backbone_input, patcher_input, stats, y, batch,
                                          channels, rows, backbone_loss)
-
         group = group_size or self.config.training.group_size
-        decoded, samples = self._explore(patcher_input, group)  # starts (R, 1, N), (R, G, N)
+        scored = self.scored_windows(batch)
+        decoded, samples = self._explore(patcher_input, group,
+                                         scored * channels)  # (R, 1, N), (Rs, G, N)
         local = self.backbone.local_features(backbone_input)  # (R, L, d)
-        # Both passes split the rows into the same chunks, so they draw the same masks.
-        chunk_rows = self.backbone.chunk_rows(batch * channels, group, length, with_local=False)
-        with _replayed_randomness(x.device, enabled=self.training):
-            prediction = self._forecast(
-                backbone_input, decoded.starts, stats, batch, channels, local,
-                decoded.coarse_starts, chunk_rows, rows,
-            )[:, 0]  # (B, H, C, Q)
-        with torch.no_grad():
-            sampled = self._forecast(
-                backbone_input, samples.starts, stats, batch, channels, local,
-                samples.coarse_starts, chunk_rows, rows,
-            )  # (B, G, H, C, Q)
+        prediction = self._forecast(backbone_input, decoded.starts, stats, batch, channels,
+                                    local, decoded.coarse_starts,
+                                    covariates=rows)[:, 0]  # (B, H, C, Q)
         loss = backbone_loss(prediction, y)
-        forecasts = torch.cat([prediction.detach().unsqueeze(1), sampled], dim=1)  # (B,1+G,..)
-        targets = y.unsqueeze(1).expand(-1, group + 1, -1, -1)  # (B, 1+G, H, C)
+        with self._scoring_mode():
+            forecasts = self._score_group(backbone_input, stats, local, rows, decoded, samples,
+                                          scored, channels)  # (Bs, 1+G, H, C, Q)
+        targets = y[:scored].unsqueeze(1).expand(-1, group + 1, -1, -1)  # (Bs, 1+G, H, C)
         per_element = sample_loss(forecasts.flatten(0, 1), targets.flatten(0, 1))  # (S, H, C)
-        return self._grpg_losses(loss, per_element, prediction, decoded, samples, batch,
+        loss = self._step_loss(loss, per_element, scored, group)
+        return self._grpg_losses(loss, per_element, prediction, decoded, samples, scored,
                                  channels, group, self.config.training.kl_coef)
+
+    def _scoring_mode(self) -> AbstractContextManager:
+        """The grad mode the group is scored in: without gradients (rewards are constants)."""
+        return torch.no_grad()
+
+    def _step_loss(self, loss: Tensor, per_element: Tensor, scored: int, group: int) -> Tensor:
+        """The backbone's training loss of the step: the decode's ``loss`` (the scored
+        group's losses per element ``(Bs*(1+G), H, C)`` are rewards only)."""
+        return loss
+
+    def _score_group(self, backbone_input: Tensor, stats: InstanceStats | None, local: Tensor,
+                     rows: Covariates | None, decoded: Patching, samples: Patching,
+                     scored: int, channels: int) -> Tensor:
+        """Forecasts ``(Bs, 1+G, H, C, Q)`` of the first ``Bs = scored`` windows under their
+        decode (first) and their ``G`` samples, in one backbone pass."""
+        n = scored * channels  # rows of the scored windows
+        starts = torch.cat([decoded.starts[:n], samples.starts], dim=1)  # (Rs, 1+G, N)
+        coarse = None
+        if decoded.coarse_starts is not None:
+            coarse = torch.cat([decoded.coarse_starts[:n], samples.coarse_starts],
+                               dim=1)  # (Rs, 1+G, N2)
+        return self._forecast(backbone_input[:n], starts, _first_rows(stats, n), scored,
+                              channels, None if local is None else local[:n], coarse,
+                              covariates=_first_rows(rows, n))  # (Bs, 1+G, H, C, Q)
 
     def _backbone_losses(self, backbone_input: Tensor, patcher_input: Tensor,
                          stats: InstanceStats | None, y: Tensor, batch: int, channels: int,
@@ -447,6 +478,17 @@ def _rows(covariates: Covariates | None, channels: int) -> Covariates | None:
     return None if covariates is None else covariates.rows(channels)
 
 
+def _first_rows(value: InstanceStats | Covariates | None,
+                n: int) -> InstanceStats | Covariates | None:
+    """The first ``n`` rows of every tensor of per-row ``value`` (``None`` stays ``None``)."""
+    if value is None:
+        return None
+    return dataclasses.replace(value, **{
+        field.name: None if getattr(value, field.name) is None
+        else getattr(value, field.name)[:n]
+        for field in dataclasses.fields(value)})
+
+
 def _mean_squared_error(prediction: Tensor, target: Tensor) -> Tensor:
     """Scalar MSE of the first parameter of ``prediction`` ``(B, H, C, Q)`` to ``(B, H, C)``."""
     return ((prediction[..., 0] - target) ** 2).mean()
@@ -482,20 +524,3 @@ def _whole_rows(network: nn.Module, enabled: bool = True) -> Iterator[None]:
                 del module.chunk_elements
             else:
                 module.chunk_elements = value
-
-
-@contextmanager
-def _replayed_randomness(device: torch.device, enabled: bool = True) -> Iterator[None]:
-    """Run the block, then rewind the random generator of ``device`` to where it was.
-
-    The next random draws (the scoring pass's dropout masks) repeat the block's.
-    """
-    if not enabled:
-        yield
-        return
-    # fork_rng always saves the CPU generator; on the CPU it need save no accelerator's
-    # (``devices=[]``; the device type is then unused and left at its default).
-    devices = [] if device.type == "cpu" else [device.index or 0]
-    device_type = "cuda" if device.type == "cpu" else device.type
-    with torch.random.fork_rng(devices=devices, device_type=device_type):
-        yield

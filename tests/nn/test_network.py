@@ -79,7 +79,7 @@ class Recorder:
             decoded, samples = explore(x, n_patches, group_size, **kwargs)
             if force_decode_first:  # sample 0 of every row is the decode itself
                 samples.starts = samples.starts.clone()
-                samples.starts[:, 0] = decoded.starts[:, 0]
+                samples.starts[:, 0] = decoded.starts[: len(samples.starts), 0]
             self.input, self.decoded, self.samples = x, decoded, samples
             return decoded, samples
 
@@ -149,8 +149,9 @@ def test_samples_share_masks_on_the_chunked_cpu_path(monkeypatch):
 
 def test_backbone_and_sample_losses_are_the_given_functions():
     """Custom losses: the backbone loss sees the decoded forecast (B, H, C, Q), the sample loss
-    every scored forecast (B*(1+G), H, C, Q); rewards are minus the sample loss."""
-    net = network(nr_params=2, param_kinds=("location", "softplus_scale"))
+    every scored forecast (B*(1+G), H, C, Q); rewards are minus the sample loss (without
+    dropout, the scoring pass repeats the decode's forecast)."""
+    net = network(nr_params=2, param_kinds=("location", "softplus_scale"), dropout=0.0)
     x, y = data()
     seen = {}
 

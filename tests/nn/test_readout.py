@@ -222,8 +222,8 @@ def test_sample_loss_weight_trains_the_backbone_on_the_samples_too(monkeypatch):
 
     explore = weighted._explore
 
-    def decode_repeated(patcher_input, group):
-        decoded, samples = explore(patcher_input, group)
+    def decode_repeated(patcher_input, group, sampled_rows=None):
+        decoded, samples = explore(patcher_input, group, sampled_rows)
         return decoded, dataclasses.replace(samples,
                                             starts=decoded.starts.expand(-1, group, -1))
 

@@ -1,0 +1,165 @@
+"""The learned patcher's price against its learning signal: for each patcher size (and GRPG
+scoring share), the patcher's forward FLOPs next to the backbone's, and the demo's spike task
+(where boundaries decide the forecast) over seeds, against uniform patches.
+
+Each run appends one record to ``benchmarks/results/patcher_size_runs.jsonl`` (runs already
+recorded are skipped); the report (``patcher_size.md`` and ``.csv``, with the commit and the
+date) is rebuilt from all records after every call.
+
+python benchmarks/patcher_size.py --sizes 32x4 8x3 --seeds 0 1 2   # widths x depths
+python benchmarks/patcher_size.py --sizes 8x3 --scored-shares 0.25  # GRPG scoring share
+python benchmarks/patcher_size.py --report                          # the tables only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import RESULTS, git_commit, utc_now, write_csv, write_markdown  # noqa: E402
+
+from reinpatch_forecast.cli.demo import run_spike_task  # noqa: E402
+from reinpatch_forecast.nn import ReinPatchConfig, ReinPatchNetwork  # noqa: E402
+
+RUNS = RESULTS / "patcher_size_runs.jsonl"
+#: The shape the FLOPs are counted at: L = H = 96, 7 channels, R = 8, d = 64, 2 layers.
+FLOP_SHAPE = dict(input_length=96, output_length=96, n_channels=7, compression_rate=8)
+
+
+def parse_size(text: str) -> dict:
+    """``"8x3"`` (width x depth) or ``"8x3k5"`` (and kernel) as patcher settings."""
+    width, _, rest = text.partition("x")
+    depth, _, kernel = rest.partition("k")
+    sizes = {"hidden_size": int(width), "n_layers": int(depth)}
+    if kernel:
+        sizes["kernel_size"] = int(kernel)
+    return sizes
+
+
+def forward_flops(sizes: dict | None) -> dict[str, float]:
+    """Forward FLOPs per window of the patcher's decode and of the whole prediction pass
+    (``sizes=None``: uniform patches) at :data:`FLOP_SHAPE`."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    patcher = {"name": "uniform"} if sizes is None else {"name": "learned", **sizes}
+    torch.manual_seed(0)
+    network = ReinPatchNetwork(ReinPatchConfig(**FLOP_SHAPE, patcher=patcher)).eval()
+    windows = 64
+    x = torch.randn(windows, FLOP_SHAPE["input_length"], FLOP_SHAPE["n_channels"])
+    with torch.inference_mode():
+        with FlopCounterMode(display=False) as whole:
+            network(x)
+        patcher_input = network._normalise(x)[0]
+        with FlopCounterMode(display=False) as part:
+            network._decode(patcher_input)
+    return {"patcher_mflop": part.get_total_flops() / windows / 1e6,
+            "network_mflop": whole.get_total_flops() / windows / 1e6}
+
+
+def recorded() -> list[dict]:
+    if not RUNS.exists():
+        return []
+    return [json.loads(line) for line in RUNS.read_text().splitlines() if line.strip()]
+
+
+def run_one(size: str, seed: int, share: float, steps: int) -> dict:
+    sizes = None if size == "uniform" else parse_size(size)
+    result = run_spike_task("uniform" if sizes is None else "learned", steps=steps, seed=seed,
+                            patcher_sizes=sizes, scored_share=share)
+    return {"size": size, "scored_share": share, "seed": seed, "steps": steps,
+            "spike_mse": result.mse, "near_spike": result.near_spike,
+            "train_seconds": round(result.seconds, 2), **forward_flops(sizes),
+            "threads": torch.get_num_threads(), "commit": git_commit(), "date": utc_now()}
+
+
+def report(out_dir: Path) -> None:
+    runs = recorded()
+    if not runs:
+        return
+    uniform_flops = forward_flops(None)["network_mflop"]
+    groups: dict[tuple, list[dict]] = {}
+    for run in runs:
+        groups.setdefault((run["size"], run["scored_share"], run["steps"]), []).append(run)
+    uniform = {steps: statistics.mean(r["spike_mse"] for r in rows)
+               for (size, _, steps), rows in groups.items() if size == "uniform"}
+    table = []
+    for (size, share, steps), rows in sorted(groups.items()):
+        mse = [r["spike_mse"] for r in rows]
+        backbone = uniform_flops
+        table.append({
+            "size": size, "scored_share": share, "steps": steps, "seeds": len(rows),
+            "spike_mse": statistics.mean(mse),
+            "spike_mse_std": statistics.stdev(mse) if len(mse) > 1 else 0.0,
+            "x_uniform": statistics.mean(mse) / uniform[steps] if steps in uniform else "",
+            "near_spike": statistics.mean(r["near_spike"] for r in rows),
+            "patcher_mflop": rows[0]["patcher_mflop"],
+            "patcher_x_backbone": rows[0]["patcher_mflop"] / backbone,
+            "network_mflop": rows[0]["network_mflop"],
+            "train_seconds": statistics.median(r["train_seconds"] for r in rows),
+            "commit": rows[-1]["commit"], "date": rows[-1]["date"],
+        })
+    fields = list(table[0])
+    write_csv(out_dir / "patcher_size.csv", table, fields)
+    lines = [
+        "# The learned patcher's size: price against the spike task",
+        "",
+        f"Built by `python benchmarks/patcher_size.py --report` on {utc_now()} at commit "
+        f"`{git_commit()}` from `patcher_size_runs.jsonl` (each row's commit and date are in "
+        "the CSV). Size = conv width x depth (kernel 3 unless `k` says). FLOPs: forward, per "
+        "window, at L = H = 96, 7 channels, R = 8, d = 64, 2 layers; the backbone is the "
+        f"whole uniform-patch network ({uniform_flops:.2f} MFLOP per window). Spike task: the "
+        "demo's (`reinpatch-forecast demo`), test MSE over 2,000 windows, mean and standard "
+        "deviation over seeds; `x uniform` is the ratio to uniform patches' mean. "
+        "`scored share`: the share of each batch's series whose group is scored in a GRPG step.",
+        "",
+        "| size | scored share | steps | seeds | spike MSE | std | x uniform | near spike | "
+        "patcher MFLOP | patcher x backbone | network MFLOP | train s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in table:
+        ratio = f"{row['x_uniform']:.3f}" if row["x_uniform"] != "" else ""
+        lines.append(
+            f"| {row['size']} | {row['scored_share']:g} | {row['steps']} | {row['seeds']} | "
+            f"{row['spike_mse']:.4f} | {row['spike_mse_std']:.4f} | {ratio} | "
+            f"{row['near_spike']:.3f} | {row['patcher_mflop']:.2f} | "
+            f"{row['patcher_x_backbone']:.3f} | {row['network_mflop']:.2f} | "
+            f"{row['train_seconds']:.1f} |")
+    write_markdown(out_dir / "patcher_size.md", lines)
+    print((out_dir / "patcher_size.md").read_text())
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", nargs="*", default=["uniform", "32x4", "8x3"],
+                        help="'uniform' or WIDTHxDEPTH[kKERNEL] patcher sizes")
+    parser.add_argument("--seeds", nargs="*", type=int, default=[0, 1, 2])
+    parser.add_argument("--scored-shares", nargs="*", type=float, default=[1.0])
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--report", action="store_true", help="rebuild the tables only")
+    parser.add_argument("--out-dir", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    if not args.report:
+        done = {(r["size"], r["scored_share"], r["seed"], r["steps"]) for r in recorded()}
+        for size in args.sizes:
+            for share in ([1.0] if size == "uniform" else args.scored_shares):
+                for seed in args.seeds:
+                    if (size, share, seed, args.steps) in done:
+                        continue
+                    record = run_one(size, seed, share, args.steps)
+                    print(json.dumps(record), flush=True)
+                    with RUNS.open("a") as handle:
+                        handle.write(json.dumps(record) + "\n")
+    report(args.out_dir)
+
+
+if __name__ == "__main__":
+    main()
