@@ -1,19 +1,21 @@
-"""The learned patcher's price against its learning signal: for each patcher size (and GRPG
-scoring share), the patcher's forward FLOPs next to the backbone's, and the demo's spike task
-(where boundaries decide the forecast) over seeds, against uniform patches.
+"""The learned patcher's price against its learning signal: for each patcher size and GRPG
+setting (the series a step scores, ``G``), the patcher's forward FLOPs next to the backbone's,
+and the demo's spike task (where boundaries decide the forecast) over seeds, against uniform
+patches.
 
 Each run appends one record to ``benchmarks/results/patcher_size_runs.jsonl`` (runs already
 recorded are skipped); the report (``patcher_size.md`` and ``.csv``, with the commit and the
 date) is rebuilt from all records after every call.
 
 python benchmarks/patcher_size.py --sizes 32x4 8x3 --seeds 0 1 2   # widths x depths
-python benchmarks/patcher_size.py --sizes 8x3 --scored-shares 0.25  # GRPG scoring share
+python benchmarks/patcher_size.py --sizes 8x3 --scored-series 16   # series a GRPG step scores
 python benchmarks/patcher_size.py --report                          # the tables only
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 import sys
@@ -29,6 +31,8 @@ from reinpatch_forecast.cli.demo import run_spike_task  # noqa: E402
 from reinpatch_forecast.nn import ReinPatchConfig, ReinPatchNetwork  # noqa: E402
 
 RUNS = RESULTS / "patcher_size_runs.jsonl"
+#: Windows per step of the spike task (one channel each).
+BATCH = 64
 #: The shape the FLOPs are counted at: L = H = 96, 7 channels, R = 8, d = 64, 2 layers.
 FLOP_SHAPE = dict(input_length=96, output_length=96, n_channels=7, compression_rate=8)
 
@@ -69,11 +73,13 @@ def recorded() -> list[dict]:
     return [json.loads(line) for line in RUNS.read_text().splitlines() if line.strip()]
 
 
-def run_one(size: str, seed: int, share: float, steps: int) -> dict:
+def run_one(size: str, seed: int, scored: int, group: int, steps: int) -> dict:
     sizes = None if size == "uniform" else parse_size(size)
     result = run_spike_task("uniform" if sizes is None else "learned", steps=steps, seed=seed,
-                            patcher_sizes=sizes, scored_share=share)
-    return {"size": size, "scored_share": share, "seed": seed, "steps": steps,
+                            patcher_sizes=sizes,
+                            training={"scored_series": scored, "group_size": group})
+    return {"size": size, "scored_series": scored, "group_size": group, "seed": seed,
+            "steps": steps,
             "spike_mse": result.mse, "near_spike": result.near_spike,
             "train_seconds": round(result.seconds, 2), **forward_flops(sizes),
             "threads": torch.get_num_threads(), "commit": git_commit(), "date": utc_now()}
@@ -86,15 +92,17 @@ def report(out_dir: Path) -> None:
     uniform_flops = forward_flops(None)["network_mflop"]
     groups: dict[tuple, list[dict]] = {}
     for run in runs:
-        groups.setdefault((run["size"], run["scored_share"], run["steps"]), []).append(run)
+        key = (run["size"], run["scored_series"], run["group_size"], run["steps"])
+        groups.setdefault(key, []).append(run)
     uniform = {steps: statistics.mean(r["spike_mse"] for r in rows)
-               for (size, _, steps), rows in groups.items() if size == "uniform"}
+               for (size, _, _, steps), rows in groups.items() if size == "uniform"}
     table = []
-    for (size, share, steps), rows in sorted(groups.items()):
+    for (size, scored, group, steps), rows in sorted(groups.items()):
         mse = [r["spike_mse"] for r in rows]
         backbone = uniform_flops
         table.append({
-            "size": size, "scored_share": share, "steps": steps, "seeds": len(rows),
+            "size": size, "scored_series": scored, "group_size": group, "steps": steps,
+            "seeds": len(rows),
             "spike_mse": statistics.mean(mse),
             "spike_mse_std": statistics.stdev(mse) if len(mse) > 1 else 0.0,
             "x_uniform": statistics.mean(mse) / uniform[steps] if steps in uniform else "",
@@ -117,16 +125,17 @@ def report(out_dir: Path) -> None:
         f"whole uniform-patch network ({uniform_flops:.2f} MFLOP per window). Spike task: the "
         "demo's (`reinpatch-forecast demo`), test MSE over 2,000 windows, mean and standard "
         "deviation over seeds; `x uniform` is the ratio to uniform patches' mean. "
-        "`scored share`: the share of each batch's series whose group is scored in a GRPG step.",
+        f"`scored`: the series of each batch of {BATCH} whose group a GRPG step scores.",
         "",
-        "| size | scored share | steps | seeds | spike MSE | std | x uniform | near spike | "
+        "| size | scored | G | steps | seeds | spike MSE | std | x uniform | near spike | "
         "patcher MFLOP | patcher x backbone | network MFLOP | train s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in table:
         ratio = f"{row['x_uniform']:.3f}" if row["x_uniform"] != "" else ""
         lines.append(
-            f"| {row['size']} | {row['scored_share']:g} | {row['steps']} | {row['seeds']} | "
+            f"| {row['size']} | {row['scored_series']} | {row['group_size']} | {row['steps']} | "
+            f"{row['seeds']} | "
             f"{row['spike_mse']:.4f} | {row['spike_mse_std']:.4f} | {ratio} | "
             f"{row['near_spike']:.3f} | {row['patcher_mflop']:.2f} | "
             f"{row['patcher_x_backbone']:.3f} | {row['network_mflop']:.2f} | "
@@ -140,7 +149,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sizes", nargs="*", default=["uniform", "32x4", "8x3"],
                         help="'uniform' or WIDTHxDEPTH[kKERNEL] patcher sizes")
     parser.add_argument("--seeds", nargs="*", type=int, default=[0, 1, 2])
-    parser.add_argument("--scored-shares", nargs="*", type=float, default=[1.0])
+    parser.add_argument("--scored-series", nargs="*", type=int, default=[BATCH],
+                        help="series of each batch whose group a GRPG step scores")
+    parser.add_argument("--group-sizes", nargs="*", type=int, default=[4], help="G")
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--report", action="store_true", help="rebuild the tables only")
@@ -148,13 +159,14 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     if not args.report:
-        done = {(r["size"], r["scored_share"], r["seed"], r["steps"]) for r in recorded()}
+        done = {(r["size"], r["scored_series"], r["group_size"], r["seed"], r["steps"])
+                for r in recorded()}
         for size in args.sizes:
-            for share in ([1.0] if size == "uniform" else args.scored_shares):
-                for seed in args.seeds:
-                    if (size, share, seed, args.steps) in done:
-                        continue
-                    record = run_one(size, seed, share, args.steps)
+            settings = [(BATCH, 4)] if size == "uniform" else [
+                (scored, group) for scored in args.scored_series for group in args.group_sizes]
+            for (scored, group), seed in itertools.product(settings, args.seeds):
+                if (size, scored, group, seed, args.steps) not in done:
+                    record = run_one(size, seed, scored, group, args.steps)
                     print(json.dumps(record), flush=True)
                     with RUNS.open("a") as handle:
                         handle.write(json.dumps(record) + "\n")

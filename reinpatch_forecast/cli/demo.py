@@ -256,7 +256,7 @@ def spike_batch(n: int, generator: torch.Generator) -> tuple[Tensor, Tensor, Ten
 
 def spike_network(patcher: str, density_sigma: float = 1.0,
                   backbone: dict | None = None, patcher_sizes: dict | None = None,
-                  scored_share: float | None = None) -> ReinPatchNetwork:
+                  training: dict | None = None) -> ReinPatchNetwork:
     """The package's network for the spike task: ``patcher`` with the default patcher and GRPG
     settings, but for the density policy's exploration scale ``density_sigma`` and no instance
     normalisation (each window is already centred noise). A spike is one step of a 96-step
@@ -265,21 +265,21 @@ def spike_network(patcher: str, density_sigma: float = 1.0,
     windows; 0.47-0.54 and 34-45 % at the default 0.5; uniform patches 0.91-1.00 and 24 %).
     ``backbone`` holds fields of :class:`~reinpatch_forecast.nn.BackboneConfig` (default
     :data:`SPIKE_BACKBONE`); ``patcher_sizes`` the learned patcher's ``hidden_size``,
-    ``n_layers`` or ``kernel_size``, and ``scored_share`` the share of each batch the GRPG
-    step scores (default the package's)."""
-    training = {} if scored_share is None else {"scored_share": scored_share}
+    ``n_layers`` or ``kernel_size``, and ``training`` fields of
+    :class:`~reinpatch_forecast.nn.TrainingConfig` (default the package's)."""
     return ReinPatchNetwork(ReinPatchConfig(
         input_length=SPIKE_LOOKBACK, output_length=SPIKE_HORIZON,
         compression_rate=SPIKE_LOOKBACK / SPIKE_PATCHES, revin=False,
         patcher=dict(name=patcher, density_sigma=density_sigma, **(patcher_sizes or {})),
-        backbone=dict(SPIKE_BACKBONE if backbone is None else backbone), training=training,
+        backbone=dict(SPIKE_BACKBONE if backbone is None else backbone),
+        training=dict(training or {}),
     ))
 
 
 def run_spike_task(patcher: str, steps: int = 200, batch_size: int = 64, seed: int = 0,
                    density_sigma: float = 1.0, backbone: dict | None = None,
                    n_test: int = 2000, n_shown: int = 3, patcher_sizes: dict | None = None,
-                   scored_share: float | None = None) -> SpikeResult:
+                   training: dict | None = None) -> SpikeResult:
     """Train :func:`spike_network` by GRPG on fresh spike windows and score it on new ones.
 
     Parameters
@@ -295,13 +295,13 @@ def run_spike_task(patcher: str, steps: int = 200, batch_size: int = 64, seed: i
     density_sigma, backbone
         The density policy's exploration scale (:class:`~reinpatch_forecast.nn.PatcherConfig`)
         and backbone sizes (:func:`spike_network`).
-    patcher_sizes, scored_share
-        The learned patcher's sizes and the GRPG step's scored share (:func:`spike_network`).
+    patcher_sizes, training
+        The learned patcher's sizes and GRPG settings (:func:`spike_network`).
     n_test, n_shown
         Test windows scored, and how many of them the result keeps for a figure.
     """
     torch.manual_seed(seed)
-    network = spike_network(patcher, density_sigma, backbone, patcher_sizes, scored_share)
+    network = spike_network(patcher, density_sigma, backbone, patcher_sizes, training)
     optimiser = torch.optim.Adam([
         {"params": network.backbone_parameters(), "lr": 1e-3},
         {"params": network.patcher_parameters(), "lr": 3e-3},

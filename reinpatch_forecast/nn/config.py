@@ -123,16 +123,19 @@ class TrainingConfig:
         ``G``: patchings sampled per series in a GRPG step and scored against the decoded one.
     kl_coef
         ``lambda_KL``: weight of the KL anchor of the policy to its reference (the uniform grid).
-    scored_share
-        Share of a batch's windows (the first ``ceil(scored_share * B)``; batches come
-        shuffled) whose group is drawn and scored in a GRPG step. The backbone trains on the
-        decode of every window; the policy learns from the scored ones. Scoring the group is
-        the step's extra cost over uniform patches, so this share sets the price of GRPG.
+    scored_series
+        Series (rows: windows times channels) of a batch whose group a GRPG step draws and
+        scores: those of the first ``ceil(scored_series / C)`` windows (batches come
+        shuffled), or all of them in a smaller batch. The backbone trains on the decode of
+        every window; the policy learns from the scored series. Scoring the group is the
+        step's extra cost over uniform patches, and the policy gradient's noise depends on how
+        many samples it averages, not on the batch's size: a count, not a share, keeps both
+        bounded on series with many channels.
     """
 
     group_size: int = 4
     kl_coef: float = 0.1
-    scored_share: float = 1.0
+    scored_series: int = 64
 
     def __post_init__(self) -> None:
         if (isinstance(self.group_size, bool) or not isinstance(self.group_size, int)
@@ -142,13 +145,7 @@ class TrainingConfig:
                 f"scored against the decoded one), got {self.group_size!r}."
             )
         _check_non_negative("kl_coef", self.kl_coef)
-        share = self.scored_share
-        if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1:
-            raise ReinPatchInputError(
-                f"scored_share must be a number in (0, 1] (the share of each batch's windows "
-                f"whose group of patchings is scored), got {share!r}."
-            )
-        self.scored_share = float(share)
+        _check_positive_int("scored_series", self.scored_series)
 
 
 def _nested(value: object, cls: type, name: str) -> object:

@@ -16,6 +16,8 @@ hidden : width of the conv stack
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -251,19 +253,29 @@ class LearnedPatcher(Patcher):
         """The decoded patching of every row and ``group_size`` sampled ones of the first
         ``sampled_rows`` rows (default all), from one pass of the conv stack.
 
-        The samples' noise comes from ``generator`` (default: torch's global generator).
+        The samples' noise comes from ``generator`` (default: torch's global generator). Only
+        the sampled rows carry gradients (their samples' log-probabilities and their decode's
+        KL are what the policy loss reads), so the other rows are scored without them.
 
         Returns
         -------
         tuple of Patching
-            The decode (``(R, 1, N)``; its ``kl`` and ``entropy`` are the policy's, with
-            gradients) and the samples (``(sampled_rows, group_size, N)``; ``log_prob`` with
-            gradients).
+            The decode (``starts`` ``(R, 1, N)``; ``kl`` and ``entropy`` ``(Rs,)``, of the
+            sampled rows, with gradients) and the samples (``(Rs, G, N)``, ``log_prob`` with
+            gradients), where ``Rs = sampled_rows``.
         """
         self._check_budgets(n_patches, n_coarse_patches)
-        scores = self._scores(x)
+        rows = x.shape[0]
+        sampled_rows = rows if sampled_rows is None else min(sampled_rows, rows)
+        scores = self._scores(x[:sampled_rows])
         decoded = self._draw(scores, n_patches, n_coarse_patches, 1, False)
-        if sampled_rows is not None:
-            scores = tuple(None if s is None else s[:sampled_rows] for s in scores)
+        if sampled_rows < rows:
+            with torch.no_grad():
+                rest = self._draw(self._scores(x[sampled_rows:]), n_patches, n_coarse_patches,
+                                  1, False)
+            decoded = dataclasses.replace(decoded, **{
+                name: torch.cat([getattr(decoded, name), getattr(rest, name)])
+                for name in ("starts", "log_prob", "coarse_starts")
+                if getattr(decoded, name) is not None})
         return decoded, self._draw(scores, n_patches, n_coarse_patches, group_size, True,
                                    generator)

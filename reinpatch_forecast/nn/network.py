@@ -16,7 +16,6 @@ Q : parameters per forecast step (``nr_params``)
 from __future__ import annotations
 
 import dataclasses
-import math
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -308,10 +307,10 @@ class ReinPatchNetwork(nn.Module):
                                     generator=self.sampling_generator(patcher_input.device),
                                     sampled_rows=sampled_rows, **self._coarse_budget())
 
-    def scored_windows(self, batch: int) -> int:
-        """Windows of a batch of ``batch`` whose group a GRPG step scores:
-        ``ceil(scored_share * batch)``, at least one."""
-        return max(1, math.ceil(self.config.training.scored_share * batch - 1e-9))
+    def scored_windows(self, batch: int, channels: int) -> int:
+        """Windows of a batch of ``batch`` windows of ``channels`` channels whose group a GRPG
+        step scores: the first ``ceil(scored_series / channels)``, at most ``batch``."""
+        return min(batch, -(-self.config.training.scored_series // channels))
 
     def training_losses(
         self,
@@ -373,7 +372,7 @@ class ReinPatchNetwork(nn.Module):
             return self._backbone_losses(backbone_input, patcher_input, stats, y, batch,
                                          channels, rows, backbone_loss)
         group = group_size or self.config.training.group_size
-        scored = self.scored_windows(batch)
+        scored = self.scored_windows(batch, channels)
         decoded, samples = self._explore(patcher_input, group,
                                          scored * channels)  # (R, 1, N), (Rs, G, N)
         local = self.backbone.local_features(backbone_input)  # (R, L, d)
