@@ -504,7 +504,8 @@ def config_values(values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any
     patcher.update(options)
     if isinstance(values.get("patcher"), str):
         patcher["name"] = values.pop("patcher")
-    training = {name: values.pop(name) for name in ("group_size", "kl_coef") if name in values}
+    training = {name: values.pop(name) for name in ("group_size", "kl_coef", "scored_series")
+                if name in values}
     values.update(backbone=backbone, patcher=patcher, training=training)
     return values, ablation
 

@@ -112,10 +112,15 @@ class TrainingOptions:
     """
 
     group_size: int = _option(
-        4, "``G``: patchings sampled per series in a training step and scored against the "
-        "decoded one (without gradients; measured, a step costs about 2.6 uniform steps at "
-        "``G = 4``).", "int", "patchings sampled per series in a training step and scored "
-        "against the decoded one", metavar="G")
+        8, "``G``: patchings sampled per series in a training step and scored against the "
+        "decoded one (without gradients).", "int", "patchings sampled per series in a "
+        "training step and scored against the decoded one", metavar="G")
+    scored_series: int = _option(
+        16, "Series (windows times components) of each training batch whose group is drawn "
+        "and scored: the first windows of the (shuffled) batch holding that many. The "
+        "backbone trains on every window; scoring is the learned patcher's extra cost per "
+        "step, and more scored series give the policy a less noisy gradient.", "int",
+        "series of each training batch whose group of patchings is scored", metavar="S")
     kl_coef: float = _option(
         0.1, "Weight of the KL anchor that keeps the policy near its reference (the uniform "
         "grid).", "float", metavar="W")
@@ -227,7 +232,8 @@ def build_network_config(model: ModelOptions, training: TrainingOptions, input_l
             backbone=dict(d_model=model.d_model, n_heads=model.n_heads, n_layers=model.n_layers,
                           dropout=model.dropout, resample_points=model.resample_points),
             patcher=PatcherConfig(name=patcher_name, **given),
-            training=dict(group_size=training.group_size, kl_coef=training.kl_coef),
+            training=dict(group_size=training.group_size, kl_coef=training.kl_coef,
+                          scored_series=training.scored_series),
         )
     except ReinPatchInputError as error:
         raise type(error)(_FACE_NAMES.sub(

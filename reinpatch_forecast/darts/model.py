@@ -406,6 +406,7 @@ class ReinPatchModel(MixedCovariatesTorchModel):
         resample_points: int | None = ModelOptions.resample_points,
         revin_affine: bool = ModelOptions.revin_affine,
         group_size: int = TrainingOptions.group_size,
+        scored_series: int = TrainingOptions.scored_series,
         kl_coef: float = TrainingOptions.kl_coef,
         patcher_lr: float | None = TrainingOptions.patcher_lr,
         use_static_covariates: bool = True,

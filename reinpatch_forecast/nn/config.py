@@ -133,9 +133,9 @@ class TrainingConfig:
         bounded on series with many channels.
     """
 
-    group_size: int = 4
+    group_size: int = 8
     kl_coef: float = 0.1
-    scored_series: int = 64
+    scored_series: int = 16
 
     def __post_init__(self) -> None:
         if (isinstance(self.group_size, bool) or not isinstance(self.group_size, int)

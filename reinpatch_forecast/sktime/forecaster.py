@@ -254,6 +254,7 @@ class ReinPatchForecaster(BaseForecaster):
         resample_points: int | None = ModelOptions.resample_points,
         revin_affine: bool = ModelOptions.revin_affine,
         group_size: int = TrainingOptions.group_size,
+        scored_series: int = TrainingOptions.scored_series,
         kl_coef: float = TrainingOptions.kl_coef,
         patcher_lr: float | None = TrainingOptions.patcher_lr,
         batch_size: int = 32,
@@ -279,6 +280,7 @@ class ReinPatchForecaster(BaseForecaster):
         self.resample_points = resample_points
         self.revin_affine = revin_affine
         self.group_size = group_size
+        self.scored_series = scored_series
         self.kl_coef = kl_coef
         self.patcher_lr = patcher_lr
         self.batch_size = batch_size
