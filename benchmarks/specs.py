@@ -154,13 +154,20 @@ def ltsf_models(suffix: str = "", head: dict | None = None) -> dict[str, dict]:
     return rows
 
 
+#: The learned patcher at the price issue's defaults (width 8, 3 blocks; G = 8 samples for 16
+#: series per step), recorded beside the rows of the 32-wide, 4-block patcher that scored every
+#: series with G = 4 (the ``learned`` records up to commit 6191e1b).
+PRICE_ROW = {"learned (patcher 8x3, G=8, 16 series)": reinpatch(
+    ["price"], patcher="learned", compression_rate=8, group_size=8, scored_series=16)}
+
 BASELINE_ROWS = {
     "repeat": {"family": "repeat", "tags": ["repeat"]},
     # the LTSF-Linear test loader dropped the last incomplete batch of 32 windows
     "repeat (test truncated: drop_last=32)": {"family": "repeat", "drop_last": 32,
                                               "tags": ["repeat"]},
 }
-LTSF_MODELS = {**BASELINE_ROWS, **ltsf_models(), **ltsf_models(FLATTEN_SUFFIX, FLATTEN),
+LTSF_MODELS = {**BASELINE_ROWS, **ltsf_models(), **PRICE_ROW,
+               **ltsf_models(FLATTEN_SUFFIX, FLATTEN),
                **{f"{p} lr={lr:g}": peer(p, lr) for p in PEERS for lr in PEER_LRS}}
 # the flatten-head rows answer to their own tags only
 for _name, _model in LTSF_MODELS.items():
@@ -172,6 +179,7 @@ EVENT_MODELS = {
     "repeat": BASELINE_ROWS["repeat"],
     **{k: v for k, v in ltsf_models().items() if k.startswith(("uniform R=", "learned"))
        and "L2" not in k and "[" not in k and "foundation" not in k},
+    **PRICE_ROW,
     **{f"{p} lr={lr:g}": peer(p, lr) for p in PEERS + ("tide",) for lr in PEER_LRS},
 }
 for _lr in PEER_LRS:
