@@ -113,10 +113,10 @@ def test_chunked_patcher_logits_and_draws_match_one_pass(levels):
 def test_patcher_keeps_its_parameter_names_and_shapes():
     # The shipped pretrained patcher file is loaded by name and shape.
     shapes = {name: tuple(p.shape) for name, p in LearnedPatcher().state_dict().items()}
-    assert shapes["input_proj.weight"] == (32, 2, 3)
-    assert shapes["blocks.3.conv.weight"] == (32, 32, 3)
-    assert shapes["output.weight"] == (1, 32, 1)
-    assert len(shapes) == 2 + 4 * 4 + 2
+    assert shapes["input_proj.weight"] == (8, 2, 3)
+    assert shapes["blocks.2.conv.weight"] == (8, 8, 3)
+    assert shapes["output.weight"] == (1, 8, 1)
+    assert len(shapes) == 2 + 3 * 4 + 2
 
 
 def test_chunked_local_features_match_one_pass():
