@@ -5,9 +5,14 @@ repeats.
 A ReinPatch train step is the product path: ``ReinPatchNetwork.training_losses`` (the call the
 darts module's ``training_step`` makes: the backbone on the decoded patching, ``G`` samples
 scored without gradients, the policy loss), then backward and an Adam step. Every time is also
-given as a ratio to the uniform step of the same network.
+given as a ratio to the uniform step of the same network, and to darts' TSMixer.
 
-Writes ``benchmarks/results/speed.md`` and ``speed.csv`` (with the commit and the date).
+A last table cuts the prediction pass of the learned and the uniform network into its parts
+(patcher, tokeniser, encoder, readout, head): forward FLOPs per window, time and GFLOP/s of
+each, beside the machine's float32 matmul rate and the FLOPs per window of darts' TSMixer.
+
+Writes ``benchmarks/results/speed.md``, ``speed.csv`` and ``speed_parts.csv`` (with the commit
+and the date).
 
 python benchmarks/speed.py              # all tables (about 5 minutes on 2 cores)
 python benchmarks/speed.py --quick      # smoke: 1 repeat, no darts peers, L in {96, 192}
@@ -21,20 +26,23 @@ from __future__ import annotations
 
 import argparse
 import json
+from math import nan
 import platform
 import resource
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
 
 import torch
+from torch.utils.flop_counter import FlopCounterMode, sdpa_flop_count
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import (RESULTS, git_commit, median_seconds, utc_now, write_csv,  # noqa: E402
                      write_markdown)
 
-from reinpatch_forecast._lightning import quiet_trainer_kwargs  # noqa: E402
+from reinpatch_forecast._lightning import quiet_lightning, quiet_trainer_kwargs  # noqa: E402
 
 BATCH, CHANNELS, HORIZON, RATE = 32, 7, 96, 8
 PREDICT_BATCH = 256
@@ -204,16 +212,96 @@ def component_times(lookback: int, repeats: int, warmup: int = 2) -> dict[str, f
     return result
 
 
+def counted_flops(call: Callable[[], object]) -> int:
+    """Forward FLOPs of ``call()`` by ``torch.utils.flop_counter``, counted with autograd on: in
+    inference mode ``nn.MultiheadAttention`` runs a fused kernel that the counter does not see."""
+    def attention(query, key, value, *args, out_shape=None, **kwargs) -> int:
+        return sdpa_flop_count(query, key, value)
+
+    mapping = {torch.ops.aten._scaled_dot_product_flash_attention_for_cpu: attention}
+    with FlopCounterMode(display=False, custom_mapping=mapping) as counter:
+        call()
+    return counter.get_total_flops()
+
+
+def prediction_parts(network, x: torch.Tensor) -> dict[str, Callable[[], object]]:
+    """The prediction pass ``network(x)`` on ``(B, L, C)`` windows as its parts, each a closure
+    on the inputs the pass hands that part (one level, no covariates; unchunked)."""
+    backbone, group = network.backbone, 1
+    with torch.no_grad():
+        patcher_input, series, _ = network._normalise(x)  # (R, L) each
+        starts = network._decode(patcher_input).starts  # (R, 1, N)
+        local = backbone.local_features(series)  # (R, L, d)
+        tokens = backbone.tokeniser(series, starts, local)  # (R, N, d)
+
+        def encoder() -> torch.Tensor:
+            h = tokens
+            for layer in backbone.layers:
+                h = layer(h, group)
+            return h
+
+        encoded = backbone.final_norm(encoder())  # (R, N, d)
+        steps = backbone._step_features(encoded, None, starts, None, local).flatten(1)  # (R, L*k)
+    return {
+        "patcher (decode)": lambda: network._decode(patcher_input),
+        "tokeniser (local features, tokens)": lambda: backbone.tokeniser(
+            series, starts, backbone.local_features(series)),
+        "encoder (layers)": encoder,
+        "readout (step_readout + skip_projection)": lambda: backbone._step_features(
+            encoded, None, starts, None, local),
+        "head": lambda: backbone.head(steps),
+    }
+
+
+def matmul_rate(rows: int, inner: int, cols: int, repeats: int, warmup: int) -> float:
+    """GFLOP/s of a float32 ``(rows, inner) @ (inner, cols)``."""
+    a, b = torch.randn(rows, inner), torch.randn(inner, cols)
+    return 2e-9 * rows * inner * cols / median_seconds(lambda: a @ b, repeats, warmup)
+
+
+def flop_table(lookback: int, repeats: int, warmup: int) -> list[dict]:
+    """Forward FLOPs per window, time per batch of ``PREDICT_BATCH`` and GFLOP/s of each part of
+    the learned and the uniform network's prediction pass; the whole forward's FLOPs per window
+    of darts' TSMixer; the machine's matmul rates."""
+    from darts.utils.data.torch_datasets.utils import PLModuleInput
+
+    x = torch.randn(PREDICT_BATCH, lookback, CHANNELS, generator=torch.Generator().manual_seed(0))
+    table = []
+    for patcher in ("learned", "uniform"):
+        network = reinpatch_network(lookback, patcher).eval()
+        calls = {**prediction_parts(network, x), "whole prediction pass": lambda: network(x)}
+        for part, call in calls.items():
+            with torch.inference_mode():
+                seconds = median_seconds(call, repeats, warmup)
+            table.append({"network": patcher, "part": part, "flops": counted_flops(call),
+                          "ms": 1000 * seconds})
+        whole = table.pop()
+        parts = table[-len(calls) + 1:]
+        table += [{"network": patcher, "part": "other (whole minus the parts)",
+                   **{k: whole[k] - sum(p[k] for p in parts) for k in ("flops", "ms")}}, whole]
+    with quiet_lightning():
+        tsmixer = darts_peer("TSMixer", lookback)[0].eval()
+    table.append({"network": "darts TSMixer (hidden 64, 2 blocks)", "part": "whole forward",
+                  "flops": counted_flops(lambda: tsmixer(PLModuleInput(past_target=x)))})
+    tokens = PREDICT_BATCH * CHANNELS * lookback // RATE
+    for rows, inner, cols in ((tokens, 64, 128), (1024, 1024, 1024)):
+        rate = matmul_rate(rows, inner, cols, repeats, warmup)
+        table.append({"network": "machine: float32 matmul",
+                      "part": f"({rows} x {inner}) @ ({inner} x {cols})", "gflop_per_s": rate})
+    for row in table:
+        if "flops" in row:
+            row["mflop_per_window"] = row["flops"] / PREDICT_BATCH / 1e6
+        if "ms" in row:  # none for a part without FLOPs or with no time left
+            row["gflop_per_s"] = row["flops"] / row["ms"] / 1e6 if row["flops"] > 0 else nan
+    return table
+
+
 MODELS = [
     {"name": "same network, uniform patches", "family": "reinpatch", "patcher": "uniform"},
     {"name": "learned, density policy, G=4 (the default)", "family": "reinpatch",
      "patcher": "learned", "policy": "density", "group": 4},
     {"name": "learned, density policy, G=8", "family": "reinpatch", "patcher": "learned",
      "policy": "density", "group": 8},
-    {"name": "learned, offset policy, G=4", "family": "reinpatch", "patcher": "learned",
-     "policy": "offset", "group": 4},
-    {"name": "learned, topk policy (v1 ablation), G=4", "family": "reinpatch",
-     "patcher": "learned", "policy": "topk", "group": 4},
     {"name": "frozen learned patcher (foundation, zero-shot)", "family": "reinpatch",
      "patcher": "learned", "frozen": True},
     {"name": "darts TSMixer (hidden 64, 2 blocks)", "family": "TSMixer"},
@@ -264,12 +352,18 @@ def main(argv: list[str] | None = None) -> None:
 
     print("[speed] component times ...", flush=True)
     parts = component_times(lookback, repeats, warmup)
-    write(rows, scaling, parts, args.out_dir, args.quick)
+    print("[speed] FLOPs and rate per part ...", flush=True)
+    write(rows, scaling, parts, flop_table(lookback, repeats, warmup), args.out_dir, args.quick)
 
 
-def write(rows: list[dict], scaling: list[dict], parts: dict[str, float], out_dir: Path,
-          quick: bool = False) -> None:
+def write(rows: list[dict], scaling: list[dict], parts: dict[str, float], flops: list[dict],
+          out_dir: Path, quick: bool = False) -> None:
     uniform = next(r for r in rows if r.get("patcher") == "uniform")
+    tsmixer = next((r for r in rows if r["family"] == "TSMixer"), None)
+    for row in rows:  # TSMixer's ratios in the quick run (no darts peers): NaN
+        row["step_x_tsmixer"] = row["train_step_ms"] / (tsmixer or {}).get("train_step_ms", nan)
+        row["predict_x_tsmixer"] = (row["predict_windows_per_s"]
+                                    / (tsmixer or {}).get("predict_windows_per_s", nan))
     for row in rows + scaling:
         base = uniform if row in rows else next(
             r for r in scaling if r["lookback"] == row["lookback"] and r["patcher"] == "uniform")
@@ -277,8 +371,10 @@ def write(rows: list[dict], scaling: list[dict], parts: dict[str, float], out_di
         row["predict_x_uniform"] = row["predict_windows_per_s"] / base["predict_windows_per_s"]
     write_csv(out_dir / "speed.csv", rows + scaling,
               ["name", "lookback", "params", "train_step_ms", "step_x_uniform",
-               "train_windows_per_s", "predict_windows_per_s", "predict_x_uniform",
-               "peak_rss_mb"])
+               "step_x_tsmixer", "train_windows_per_s", "predict_windows_per_s",
+               "predict_x_uniform", "predict_x_tsmixer", "peak_rss_mb"])
+    write_csv(out_dir / "speed_parts.csv", flops,
+              ["network", "part", "mflop_per_window", "ms", "gflop_per_s"])
     command = "python benchmarks/speed.py" + (" --quick" if quick else "")
     lines = [
         "# Speed: ReinPatch vs fixed patches vs darts peers",
@@ -291,19 +387,20 @@ def write(rows: list[dict], scaling: list[dict], parts: dict[str, float], out_di
         "medians after warm-up. A ReinPatch train step is `ReinPatchNetwork.training_losses` "
         "(the darts module's training step: backbone on the decoded patching, G samples scored "
         "without gradients, policy loss), backward and an Adam step; prediction decodes once. "
-        f"`x uniform`: ratio to the uniform-patch network (step time; predict throughput on "
-        f"batches of {PREDICT_BATCH} windows).",
+        f"`x uniform`, `x TSMixer`: ratio to the uniform-patch network and to darts' TSMixer "
+        f"(step time; predict throughput on batches of {PREDICT_BATCH} windows).",
         "",
-        "| model | params | train step (ms) | x uniform | train windows/s | predict windows/s | "
-        "x uniform | peak RSS (MB) |",
-        "|---|---|---|---|---|---|---|---|",
+        "| model | params | train step (ms) | x uniform | x TSMixer | train windows/s | "
+        "predict windows/s | x uniform | x TSMixer | peak RSS (MB) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         lines.append(
             f"| {row['name']} | {row['params']:,} | {row['train_step_ms']:.1f} | "
-            f"{row['step_x_uniform']:.2f} | {row['train_windows_per_s']:.0f} | "
-            f"{row['predict_windows_per_s']:.0f} | {row['predict_x_uniform']:.2f} | "
-            f"{row['peak_rss_mb']:.0f} |"
+            f"{row['step_x_uniform']:.2f} | {row['step_x_tsmixer']:.2f} | "
+            f"{row['train_windows_per_s']:.0f} | {row['predict_windows_per_s']:.0f} | "
+            f"{row['predict_x_uniform']:.2f} | {row['predict_x_tsmixer']:.2f} | "
+            f"{row['peak_rss_mb']:.0f} |".replace("nan", "-")
         )
     lines += ["", "## Scaling with the lookback (R = 8, so N = L / 8; learned = the default "
               "policy, G = 4)",
@@ -328,6 +425,29 @@ def write(rows: list[dict], scaling: list[dict], parts: dict[str, float], out_di
     for name, seconds in parts.items():
         lines.append(f"| {name} | {1000 * seconds:.1f} | {seconds / whole:.2f} | "
                      f"{1000 * seconds / uniform['train_step_ms']:.2f} |")
+    lines += ["", f"## Forward FLOPs and achieved rate per part (prediction, L = 96, batch "
+              f"{PREDICT_BATCH}, `speed_parts.csv`)", "",
+              "FLOPs of matmuls, convolutions and attention by `torch.utils.flop_counter`, "
+              "counted with autograd on (in inference mode the counter misses the fused "
+              "attention kernel); each part timed alone (inference mode, unchunked) on the "
+              "inputs the pass gives it; `other` is the whole pass minus the parts.", "",
+              "| part | learned MFLOP/window | ms | GFLOP/s | uniform MFLOP/window | ms | "
+              "GFLOP/s |", "|---|---|---|---|---|---|---|"]
+    by_part = {}
+    for row in flops:
+        by_part.setdefault(row["part"], {})[row["network"]] = row
+    for part, cells in by_part.items():
+        if {"learned", "uniform"} <= set(cells):
+            lines.append(f"| {part} | " + " | ".join(
+                f"{c['mflop_per_window']:.2f} | {c['ms']:.1f} | {c['gflop_per_s']:.1f}"
+                for c in (cells["learned"], cells["uniform"])).replace("nan", "-") + " |")
+    lines.append("")
+    for part, cells in by_part.items():
+        for network, cell in cells.items():
+            if network not in ("learned", "uniform"):
+                value = (f"{cell['mflop_per_window']:.2f} MFLOP per window" if "flops" in cell
+                         else f"{cell['gflop_per_s']:.1f} GFLOP/s")
+                lines.append(f"- {network}, {part}: {value}")
     write_markdown(out_dir / "speed.md", lines)
     print((out_dir / "speed.md").read_text())
 
