@@ -5,14 +5,9 @@ repeats.
 A ReinPatch train step is the product path: ``ReinPatchNetwork.training_losses`` (the call the
 darts module's ``training_step`` makes: the backbone on the decoded patching, ``G`` samples
 scored without gradients, the policy loss), then backward and an Adam step. Every time is also
-given as a ratio to the uniform step of the same network, and to darts' TSMixer.
-
-A last table cuts the prediction pass of the learned and the uniform network into its parts
-(patcher, tokeniser, encoder, readout, head): forward FLOPs per window, time and GFLOP/s of
-each, beside the machine's float32 matmul rate and the FLOPs per window of darts' TSMixer.
-
-Writes ``benchmarks/results/speed.md``, ``speed.csv`` and ``speed_parts.csv`` (with the commit
-and the date).
+given as a ratio to the uniform step of the same network, and to darts' TSMixer. A last table
+gives the forward FLOPs, time and GFLOP/s of each part of the prediction pass. Writes
+``benchmarks/results/speed.md``, ``speed.csv`` and ``speed_parts.csv`` (commit and date).
 
 python benchmarks/speed.py              # all tables (about 5 minutes on 2 cores)
 python benchmarks/speed.py --quick      # smoke: 1 repeat, no darts peers, L in {96, 192}
@@ -26,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from functools import partial, reduce
 from math import nan
 import platform
 import resource
@@ -51,21 +47,17 @@ PREDICT_BATCH = 256
 # -- models under test -------------------------------------------------------------------------
 
 
-def reinpatch_network(lookback: int, patcher: str = "learned", policy: str = "density",
-                      group: int = 4, d_model: int = 64):
+def reinpatch_network(lookback: int, patcher: str = "learned", group: int = 4, d_model: int = 64):
     from variants import make_network
 
     torch.manual_seed(0)
     return make_network(
         input_length=lookback, output_length=HORIZON, n_channels=CHANNELS, compression_rate=RATE,
-        patcher=patcher, policy=policy, group_size=group, d_model=d_model, n_heads=4,
-        n_layers=2,
-    )
+        patcher=patcher, group_size=group, d_model=d_model, n_heads=4, n_layers=2)
 
 
-def reinpatch(lookback: int, patcher: str = "learned", policy: str = "density", group: int = 4,
-              frozen: bool = False):
-    network = reinpatch_network(lookback, patcher, policy, group)
+def reinpatch(lookback: int, patcher: str = "learned", group: int = 4, frozen: bool = False):
+    network = reinpatch_network(lookback, patcher, group)
     if frozen:  # a foundation patcher used zero-shot: only the backbone trains
         network.patcher.freeze()
     optimiser = torch.optim.Adam(
@@ -126,20 +118,14 @@ def darts_peer(name: str, lookback: int):
     return module, train_step, predict
 
 
-def build(spec: dict):
-    if spec["family"] == "reinpatch":
-        return reinpatch(spec["lookback"], spec["patcher"], spec.get("policy", "density"),
-                         spec.get("group", 4), frozen=spec.get("frozen", False))
-    return darts_peer(spec["family"], spec["lookback"])
-
-
 def measure(spec: dict, repeats: int, warmup: int = 2) -> dict:
     """Train step and predict throughput of one model (run in a fresh process for memory)."""
-    module, train_step, predict = build(spec)
+    module, train_step, predict = (reinpatch(
+        spec["lookback"], spec["patcher"], spec.get("group", 4), spec.get("frozen", False))
+        if spec["family"] == "reinpatch" else darts_peer(spec["family"], spec["lookback"]))
     generator = torch.Generator().manual_seed(0)
     x = torch.randn(BATCH, spec["lookback"], CHANNELS, generator=generator)
     y = torch.randn(BATCH, HORIZON, CHANNELS, generator=generator)
-    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     step = median_seconds(lambda: train_step(x, y), repeats, warmup)
     x_predict = torch.randn(PREDICT_BATCH, spec["lookback"], CHANNELS, generator=generator)
     predict_s = median_seconds(lambda: predict(x_predict), repeats, warmup)
@@ -151,7 +137,6 @@ def measure(spec: dict, repeats: int, warmup: int = 2) -> dict:
         "train_windows_per_s": BATCH / step,
         "predict_windows_per_s": PREDICT_BATCH / predict_s,
         "peak_rss_mb": rss_after / 1024,
-        "rss_growth_mb": (rss_after - rss_before) / 1024,
     }
 
 
@@ -215,10 +200,8 @@ def component_times(lookback: int, repeats: int, warmup: int = 2) -> dict[str, f
 def counted_flops(call: Callable[[], object]) -> int:
     """Forward FLOPs of ``call()`` by ``torch.utils.flop_counter``, counted with autograd on: in
     inference mode ``nn.MultiheadAttention`` runs a fused kernel that the counter does not see."""
-    def attention(query, key, value, *args, out_shape=None, **kwargs) -> int:
-        return sdpa_flop_count(query, key, value)
-
-    mapping = {torch.ops.aten._scaled_dot_product_flash_attention_for_cpu: attention}
+    mapping = {torch.ops.aten._scaled_dot_product_flash_attention_for_cpu:  # takes shapes
+               lambda q, k, v, *args, out_shape=None, **kwargs: sdpa_flop_count(q, k, v)}
     with FlopCounterMode(display=False, custom_mapping=mapping) as counter:
         call()
     return counter.get_total_flops()
@@ -227,19 +210,13 @@ def counted_flops(call: Callable[[], object]) -> int:
 def prediction_parts(network, x: torch.Tensor) -> dict[str, Callable[[], object]]:
     """The prediction pass ``network(x)`` on ``(B, L, C)`` windows as its parts, each a closure
     on the inputs the pass hands that part (one level, no covariates; unchunked)."""
-    backbone, group = network.backbone, 1
+    backbone = network.backbone
     with torch.no_grad():
         patcher_input, series, _ = network._normalise(x)  # (R, L) each
         starts = network._decode(patcher_input).starts  # (R, 1, N)
         local = backbone.local_features(series)  # (R, L, d)
         tokens = backbone.tokeniser(series, starts, local)  # (R, N, d)
-
-        def encoder() -> torch.Tensor:
-            h = tokens
-            for layer in backbone.layers:
-                h = layer(h, group)
-            return h
-
+        encoder = partial(reduce, lambda h, layer: layer(h, 1), backbone.layers, tokens)
         encoded = backbone.final_norm(encoder())  # (R, N, d)
         steps = backbone._step_features(encoded, None, starts, None, local).flatten(1)  # (R, L*k)
     return {
@@ -253,16 +230,10 @@ def prediction_parts(network, x: torch.Tensor) -> dict[str, Callable[[], object]
     }
 
 
-def matmul_rate(rows: int, inner: int, cols: int, repeats: int, warmup: int) -> float:
-    """GFLOP/s of a float32 ``(rows, inner) @ (inner, cols)``."""
-    a, b = torch.randn(rows, inner), torch.randn(inner, cols)
-    return 2e-9 * rows * inner * cols / median_seconds(lambda: a @ b, repeats, warmup)
-
-
 def flop_table(lookback: int, repeats: int, warmup: int) -> list[dict]:
     """Forward FLOPs per window, time per batch of ``PREDICT_BATCH`` and GFLOP/s of each part of
     the learned and the uniform network's prediction pass; the whole forward's FLOPs per window
-    of darts' TSMixer; the machine's matmul rates."""
+    of darts' TSMixer; the machine's float32 matmul rates (one the backbone's size)."""
     from darts.utils.data.torch_datasets.utils import PLModuleInput
 
     x = torch.randn(PREDICT_BATCH, lookback, CHANNELS, generator=torch.Generator().manual_seed(0))
@@ -270,24 +241,22 @@ def flop_table(lookback: int, repeats: int, warmup: int) -> list[dict]:
     for patcher in ("learned", "uniform"):
         network = reinpatch_network(lookback, patcher).eval()
         calls = {**prediction_parts(network, x), "whole prediction pass": lambda: network(x)}
+        rows = []
         for part, call in calls.items():
             with torch.inference_mode():
-                seconds = median_seconds(call, repeats, warmup)
-            table.append({"network": patcher, "part": part, "flops": counted_flops(call),
-                          "ms": 1000 * seconds})
-        whole = table.pop()
-        parts = table[-len(calls) + 1:]
-        table += [{"network": patcher, "part": "other (whole minus the parts)",
-                   **{k: whole[k] - sum(p[k] for p in parts) for k in ("flops", "ms")}}, whole]
+                ms = 1000 * median_seconds(call, repeats, warmup)
+            rows.append({"network": patcher, "part": part, "flops": counted_flops(call), "ms": ms})
+        table += rows[:-1] + [{"network": patcher, "part": "other (whole minus the parts)", **{
+            k: rows[-1][k] - sum(r[k] for r in rows[:-1]) for k in ("flops", "ms")}}, rows[-1]]
     with quiet_lightning():
         tsmixer = darts_peer("TSMixer", lookback)[0].eval()
     table.append({"network": "darts TSMixer (hidden 64, 2 blocks)", "part": "whole forward",
                   "flops": counted_flops(lambda: tsmixer(PLModuleInput(past_target=x)))})
-    tokens = PREDICT_BATCH * CHANNELS * lookback // RATE
-    for rows, inner, cols in ((tokens, 64, 128), (1024, 1024, 1024)):
-        rate = matmul_rate(rows, inner, cols, repeats, warmup)
-        table.append({"network": "machine: float32 matmul",
-                      "part": f"({rows} x {inner}) @ ({inner} x {cols})", "gflop_per_s": rate})
+    for m, k, n in ((PREDICT_BATCH * CHANNELS * lookback // RATE, 64, 128), (1024, 1024, 1024)):
+        a, b = torch.randn(m, k), torch.randn(k, n)
+        seconds = median_seconds(lambda: a @ b, repeats, warmup)
+        table.append({"network": "machine: float32 matmul", "part": f"({m} x {k}) @ ({k} x {n})",
+                      "gflop_per_s": 2e-9 * m * k * n / seconds})
     for row in table:
         if "flops" in row:
             row["mflop_per_window"] = row["flops"] / PREDICT_BATCH / 1e6
@@ -299,9 +268,9 @@ def flop_table(lookback: int, repeats: int, warmup: int) -> list[dict]:
 MODELS = [
     {"name": "same network, uniform patches", "family": "reinpatch", "patcher": "uniform"},
     {"name": "learned, density policy, G=4 (the default)", "family": "reinpatch",
-     "patcher": "learned", "policy": "density", "group": 4},
+     "patcher": "learned", "group": 4},
     {"name": "learned, density policy, G=8", "family": "reinpatch", "patcher": "learned",
-     "policy": "density", "group": 8},
+     "group": 8},
     {"name": "frozen learned patcher (foundation, zero-shot)", "family": "reinpatch",
      "patcher": "learned", "frozen": True},
     {"name": "darts TSMixer (hidden 64, 2 blocks)", "family": "TSMixer"},
@@ -345,25 +314,24 @@ def main(argv: list[str] | None = None) -> None:
     for length in (LOOKBACKS[1:2] if args.quick else LOOKBACKS[1:]):
         for patcher in ("learned", "uniform"):
             spec = {"name": f"{patcher} L={length}", "family": "reinpatch", "patcher": patcher,
-                    "policy": "density", "group": 4, "lookback": length}
+                    "group": 4, "lookback": length}
             print(f"[speed] {spec['name']} ...", flush=True)
             scaling.append(measure_in_subprocess(spec, max(1, repeats // 3), args.threads,
                                                  warmup))
 
-    print("[speed] component times ...", flush=True)
+    print("[speed] component times, FLOPs and rate per part ...", flush=True)
     parts = component_times(lookback, repeats, warmup)
-    print("[speed] FLOPs and rate per part ...", flush=True)
     write(rows, scaling, parts, flop_table(lookback, repeats, warmup), args.out_dir, args.quick)
 
 
 def write(rows: list[dict], scaling: list[dict], parts: dict[str, float], flops: list[dict],
           out_dir: Path, quick: bool = False) -> None:
     uniform = next(r for r in rows if r.get("patcher") == "uniform")
-    tsmixer = next((r for r in rows if r["family"] == "TSMixer"), None)
-    for row in rows:  # TSMixer's ratios in the quick run (no darts peers): NaN
-        row["step_x_tsmixer"] = row["train_step_ms"] / (tsmixer or {}).get("train_step_ms", nan)
-        row["predict_x_tsmixer"] = (row["predict_windows_per_s"]
-                                    / (tsmixer or {}).get("predict_windows_per_s", nan))
+    ts = next((r for r in rows if r["family"] == "TSMixer"), {})  # none in the quick run: NaN
+    for row in rows:
+        row["step_x_tsmixer"] = row["train_step_ms"] / ts.get("train_step_ms", nan)
+        row["predict_x_tsmixer"] = row["predict_windows_per_s"] / ts.get("predict_windows_per_s",
+                                                                         nan)
     for row in rows + scaling:
         base = uniform if row in rows else next(
             r for r in scaling if r["lookback"] == row["lookback"] and r["patcher"] == "uniform")
@@ -433,21 +401,14 @@ def write(rows: list[dict], scaling: list[dict], parts: dict[str, float], flops:
               "inputs the pass gives it; `other` is the whole pass minus the parts.", "",
               "| part | learned MFLOP/window | ms | GFLOP/s | uniform MFLOP/window | ms | "
               "GFLOP/s |", "|---|---|---|---|---|---|---|"]
-    by_part = {}
-    for row in flops:
-        by_part.setdefault(row["part"], {})[row["network"]] = row
-    for part, cells in by_part.items():
-        if {"learned", "uniform"} <= set(cells):
-            lines.append(f"| {part} | " + " | ".join(
-                f"{c['mflop_per_window']:.2f} | {c['ms']:.1f} | {c['gflop_per_s']:.1f}"
-                for c in (cells["learned"], cells["uniform"])).replace("nan", "-") + " |")
-    lines.append("")
-    for part, cells in by_part.items():
-        for network, cell in cells.items():
-            if network not in ("learned", "uniform"):
-                value = (f"{cell['mflop_per_window']:.2f} MFLOP per window" if "flops" in cell
-                         else f"{cell['gflop_per_s']:.1f} GFLOP/s")
-                lines.append(f"- {network}, {part}: {value}")
+    for pair in zip(*([r for r in flops if r["network"] == n] for n in ("learned", "uniform"))):
+        lines.append(f"| {pair[0]['part']} | " + " | ".join(
+            f"{c['mflop_per_window']:.2f} | {c['ms']:.1f} | {c['gflop_per_s']:.1f}"
+            for c in pair).replace("nan", "-") + " |")
+    lines += [""] + [f"- {r['network']}, {r['part']}: " + (
+        f"{r['gflop_per_s']:.1f} GFLOP/s" if "flops" not in r
+        else f"{r['mflop_per_window']:.2f} MFLOP per window")
+        for r in flops if r["network"] not in ("learned", "uniform")]
     write_markdown(out_dir / "speed.md", lines)
     print((out_dir / "speed.md").read_text())
 
