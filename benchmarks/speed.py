@@ -257,11 +257,11 @@ def flop_table(lookback: int, repeats: int, warmup: int) -> list[dict]:
         seconds = median_seconds(lambda: a @ b, repeats, warmup)
         table.append({"network": "machine: float32 matmul", "part": f"({m} x {k}) @ ({k} x {n})",
                       "gflop_per_s": 2e-9 * m * k * n / seconds})
-    for row in table:
-        if "flops" in row:
-            row["mflop_per_window"] = row["flops"] / PREDICT_BATCH / 1e6
-        if "ms" in row:  # none for a part without FLOPs or with no time left
-            row["gflop_per_s"] = row["flops"] / row["ms"] / 1e6 if row["flops"] > 0 else nan
+    for r in table:
+        if "flops" in r:
+            r["mflop_per_window"] = r["flops"] / PREDICT_BATCH / 1e6
+        if "ms" in r:  # none for a part without FLOPs or with no time left
+            r["gflop_per_s"] = r["flops"] / r["ms"] / 1e6 if r["flops"] > 0 < r["ms"] else nan
     return table
 
 
