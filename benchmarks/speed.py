@@ -5,9 +5,9 @@ repeats.
 A ReinPatch train step is the product path: ``ReinPatchNetwork.training_losses`` (the call the
 darts module's ``training_step`` makes: the backbone on the decoded patching, ``G`` samples
 scored without gradients, the policy loss), then backward and an Adam step. Every time is also
-given as a ratio to the uniform step of the same network.
-
-Writes ``benchmarks/results/speed.md`` and ``speed.csv`` (with the commit and the date).
+given as a ratio to the uniform step of the same network, and to darts' TSMixer. A last table
+gives the forward FLOPs, time and GFLOP/s of each part of the prediction pass. Writes
+``benchmarks/results/speed.md``, ``speed.csv`` and ``speed_parts.csv`` (commit and date).
 
 python benchmarks/speed.py              # all tables (about 5 minutes on 2 cores)
 python benchmarks/speed.py --quick      # smoke: 1 repeat, no darts peers, L in {96, 192}
@@ -21,20 +21,24 @@ from __future__ import annotations
 
 import argparse
 import json
+from functools import partial, reduce
+from math import nan
 import platform
 import resource
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
 
 import torch
+from torch.utils.flop_counter import FlopCounterMode, sdpa_flop_count
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import (RESULTS, git_commit, median_seconds, utc_now, write_csv,  # noqa: E402
                      write_markdown)
 
-from reinpatch_forecast._lightning import quiet_trainer_kwargs  # noqa: E402
+from reinpatch_forecast._lightning import quiet_lightning, quiet_trainer_kwargs  # noqa: E402
 
 BATCH, CHANNELS, HORIZON, RATE = 32, 7, 96, 8
 PREDICT_BATCH = 256
@@ -43,21 +47,17 @@ PREDICT_BATCH = 256
 # -- models under test -------------------------------------------------------------------------
 
 
-def reinpatch_network(lookback: int, patcher: str = "learned", policy: str = "density",
-                      group: int = 4, d_model: int = 64):
+def reinpatch_network(lookback: int, patcher: str = "learned", group: int = 4, d_model: int = 64):
     from variants import make_network
 
     torch.manual_seed(0)
     return make_network(
         input_length=lookback, output_length=HORIZON, n_channels=CHANNELS, compression_rate=RATE,
-        patcher=patcher, policy=policy, group_size=group, d_model=d_model, n_heads=4,
-        n_layers=2,
-    )
+        patcher=patcher, group_size=group, d_model=d_model, n_heads=4, n_layers=2)
 
 
-def reinpatch(lookback: int, patcher: str = "learned", policy: str = "density", group: int = 4,
-              frozen: bool = False):
-    network = reinpatch_network(lookback, patcher, policy, group)
+def reinpatch(lookback: int, patcher: str = "learned", group: int = 4, frozen: bool = False):
+    network = reinpatch_network(lookback, patcher, group)
     if frozen:  # a foundation patcher used zero-shot: only the backbone trains
         network.patcher.freeze()
     optimiser = torch.optim.Adam(
@@ -118,20 +118,14 @@ def darts_peer(name: str, lookback: int):
     return module, train_step, predict
 
 
-def build(spec: dict):
-    if spec["family"] == "reinpatch":
-        return reinpatch(spec["lookback"], spec["patcher"], spec.get("policy", "density"),
-                         spec.get("group", 4), frozen=spec.get("frozen", False))
-    return darts_peer(spec["family"], spec["lookback"])
-
-
 def measure(spec: dict, repeats: int, warmup: int = 2) -> dict:
     """Train step and predict throughput of one model (run in a fresh process for memory)."""
-    module, train_step, predict = build(spec)
+    module, train_step, predict = (reinpatch(
+        spec["lookback"], spec["patcher"], spec.get("group", 4), spec.get("frozen", False))
+        if spec["family"] == "reinpatch" else darts_peer(spec["family"], spec["lookback"]))
     generator = torch.Generator().manual_seed(0)
     x = torch.randn(BATCH, spec["lookback"], CHANNELS, generator=generator)
     y = torch.randn(BATCH, HORIZON, CHANNELS, generator=generator)
-    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     step = median_seconds(lambda: train_step(x, y), repeats, warmup)
     x_predict = torch.randn(PREDICT_BATCH, spec["lookback"], CHANNELS, generator=generator)
     predict_s = median_seconds(lambda: predict(x_predict), repeats, warmup)
@@ -143,7 +137,6 @@ def measure(spec: dict, repeats: int, warmup: int = 2) -> dict:
         "train_windows_per_s": BATCH / step,
         "predict_windows_per_s": PREDICT_BATCH / predict_s,
         "peak_rss_mb": rss_after / 1024,
-        "rss_growth_mb": (rss_after - rss_before) / 1024,
     }
 
 
@@ -204,16 +197,80 @@ def component_times(lookback: int, repeats: int, warmup: int = 2) -> dict[str, f
     return result
 
 
+def counted_flops(call: Callable[[], object]) -> int:
+    """Forward FLOPs of ``call()`` by ``torch.utils.flop_counter``, counted with autograd on: in
+    inference mode ``nn.MultiheadAttention`` runs a fused kernel that the counter does not see."""
+    mapping = {torch.ops.aten._scaled_dot_product_flash_attention_for_cpu:  # takes shapes
+               lambda q, k, v, *args, out_shape=None, **kwargs: sdpa_flop_count(q, k, v)}
+    with FlopCounterMode(display=False, custom_mapping=mapping) as counter:
+        call()
+    return counter.get_total_flops()
+
+
+def prediction_parts(network, x: torch.Tensor) -> dict[str, Callable[[], object]]:
+    """The prediction pass ``network(x)`` on ``(B, L, C)`` windows as its parts, each a closure
+    on the inputs the pass hands that part (one level, no covariates; unchunked)."""
+    backbone = network.backbone
+    with torch.no_grad():
+        patcher_input, series, _ = network._normalise(x)  # (R, L) each
+        starts = network._decode(patcher_input).starts  # (R, 1, N)
+        local = backbone.local_features(series)  # (R, L, d)
+        tokens = backbone.tokeniser(series, starts, local)  # (R, N, d)
+        encoder = partial(reduce, lambda h, layer: layer(h, 1), backbone.layers, tokens)
+        encoded = backbone.final_norm(encoder())  # (R, N, d)
+        steps = backbone._step_features(encoded, None, starts, None, local).flatten(1)  # (R, L*k)
+    return {
+        "patcher (decode)": lambda: network._decode(patcher_input),
+        "tokeniser (local features, tokens)": lambda: backbone.tokeniser(
+            series, starts, backbone.local_features(series)),
+        "encoder (layers)": encoder,
+        "readout (step_readout + skip_projection)": lambda: backbone._step_features(
+            encoded, None, starts, None, local),
+        "head": lambda: backbone.head(steps),
+    }
+
+
+def flop_table(lookback: int, repeats: int, warmup: int) -> list[dict]:
+    """Forward FLOPs per window, time per batch of ``PREDICT_BATCH`` and GFLOP/s of each part of
+    the learned and the uniform network's prediction pass; the whole forward's FLOPs per window
+    of darts' TSMixer; the machine's float32 matmul rates (one the backbone's size)."""
+    from darts.utils.data.torch_datasets.utils import PLModuleInput
+
+    x = torch.randn(PREDICT_BATCH, lookback, CHANNELS, generator=torch.Generator().manual_seed(0))
+    table = []
+    for patcher in ("learned", "uniform"):
+        network = reinpatch_network(lookback, patcher).eval()
+        calls = {**prediction_parts(network, x), "whole prediction pass": lambda: network(x)}
+        rows = []
+        for part, call in calls.items():
+            with torch.inference_mode():
+                ms = 1000 * median_seconds(call, repeats, warmup)
+            rows.append({"network": patcher, "part": part, "flops": counted_flops(call), "ms": ms})
+        table += rows[:-1] + [{"network": patcher, "part": "other (whole minus the parts)", **{
+            k: rows[-1][k] - sum(r[k] for r in rows[:-1]) for k in ("flops", "ms")}}, rows[-1]]
+    with quiet_lightning():
+        tsmixer = darts_peer("TSMixer", lookback)[0].eval()
+    table.append({"network": "darts TSMixer (hidden 64, 2 blocks)", "part": "whole forward",
+                  "flops": counted_flops(lambda: tsmixer(PLModuleInput(past_target=x)))})
+    for m, k, n in ((PREDICT_BATCH * CHANNELS * lookback // RATE, 64, 128), (1024, 1024, 1024)):
+        a, b = torch.randn(m, k), torch.randn(k, n)
+        seconds = median_seconds(lambda: a @ b, repeats, warmup)
+        table.append({"network": "machine: float32 matmul", "part": f"({m} x {k}) @ ({k} x {n})",
+                      "gflop_per_s": 2e-9 * m * k * n / seconds})
+    for r in table:
+        if "flops" in r:
+            r["mflop_per_window"] = r["flops"] / PREDICT_BATCH / 1e6
+        if "ms" in r:  # none for a part without FLOPs or with no time left
+            r["gflop_per_s"] = r["flops"] / r["ms"] / 1e6 if r["flops"] > 0 < r["ms"] else nan
+    return table
+
+
 MODELS = [
     {"name": "same network, uniform patches", "family": "reinpatch", "patcher": "uniform"},
     {"name": "learned, density policy, G=4 (the default)", "family": "reinpatch",
-     "patcher": "learned", "policy": "density", "group": 4},
+     "patcher": "learned", "group": 4},
     {"name": "learned, density policy, G=8", "family": "reinpatch", "patcher": "learned",
-     "policy": "density", "group": 8},
-    {"name": "learned, offset policy, G=4", "family": "reinpatch", "patcher": "learned",
-     "policy": "offset", "group": 4},
-    {"name": "learned, topk policy (v1 ablation), G=4", "family": "reinpatch",
-     "patcher": "learned", "policy": "topk", "group": 4},
+     "group": 8},
     {"name": "frozen learned patcher (foundation, zero-shot)", "family": "reinpatch",
      "patcher": "learned", "frozen": True},
     {"name": "darts TSMixer (hidden 64, 2 blocks)", "family": "TSMixer"},
@@ -257,19 +314,24 @@ def main(argv: list[str] | None = None) -> None:
     for length in (LOOKBACKS[1:2] if args.quick else LOOKBACKS[1:]):
         for patcher in ("learned", "uniform"):
             spec = {"name": f"{patcher} L={length}", "family": "reinpatch", "patcher": patcher,
-                    "policy": "density", "group": 4, "lookback": length}
+                    "group": 4, "lookback": length}
             print(f"[speed] {spec['name']} ...", flush=True)
             scaling.append(measure_in_subprocess(spec, max(1, repeats // 3), args.threads,
                                                  warmup))
 
-    print("[speed] component times ...", flush=True)
+    print("[speed] component times, FLOPs and rate per part ...", flush=True)
     parts = component_times(lookback, repeats, warmup)
-    write(rows, scaling, parts, args.out_dir, args.quick)
+    write(rows, scaling, parts, flop_table(lookback, repeats, warmup), args.out_dir, args.quick)
 
 
-def write(rows: list[dict], scaling: list[dict], parts: dict[str, float], out_dir: Path,
-          quick: bool = False) -> None:
+def write(rows: list[dict], scaling: list[dict], parts: dict[str, float], flops: list[dict],
+          out_dir: Path, quick: bool = False) -> None:
     uniform = next(r for r in rows if r.get("patcher") == "uniform")
+    ts = next((r for r in rows if r["family"] == "TSMixer"), {})  # none in the quick run: NaN
+    for row in rows:
+        row["step_x_tsmixer"] = row["train_step_ms"] / ts.get("train_step_ms", nan)
+        row["predict_x_tsmixer"] = row["predict_windows_per_s"] / ts.get("predict_windows_per_s",
+                                                                         nan)
     for row in rows + scaling:
         base = uniform if row in rows else next(
             r for r in scaling if r["lookback"] == row["lookback"] and r["patcher"] == "uniform")
@@ -277,8 +339,10 @@ def write(rows: list[dict], scaling: list[dict], parts: dict[str, float], out_di
         row["predict_x_uniform"] = row["predict_windows_per_s"] / base["predict_windows_per_s"]
     write_csv(out_dir / "speed.csv", rows + scaling,
               ["name", "lookback", "params", "train_step_ms", "step_x_uniform",
-               "train_windows_per_s", "predict_windows_per_s", "predict_x_uniform",
-               "peak_rss_mb"])
+               "step_x_tsmixer", "train_windows_per_s", "predict_windows_per_s",
+               "predict_x_uniform", "predict_x_tsmixer", "peak_rss_mb"])
+    write_csv(out_dir / "speed_parts.csv", flops,
+              ["network", "part", "mflop_per_window", "ms", "gflop_per_s"])
     command = "python benchmarks/speed.py" + (" --quick" if quick else "")
     lines = [
         "# Speed: ReinPatch vs fixed patches vs darts peers",
@@ -291,19 +355,20 @@ def write(rows: list[dict], scaling: list[dict], parts: dict[str, float], out_di
         "medians after warm-up. A ReinPatch train step is `ReinPatchNetwork.training_losses` "
         "(the darts module's training step: backbone on the decoded patching, G samples scored "
         "without gradients, policy loss), backward and an Adam step; prediction decodes once. "
-        f"`x uniform`: ratio to the uniform-patch network (step time; predict throughput on "
-        f"batches of {PREDICT_BATCH} windows).",
+        f"`x uniform`, `x TSMixer`: ratio to the uniform-patch network and to darts' TSMixer "
+        f"(step time; predict throughput on batches of {PREDICT_BATCH} windows).",
         "",
-        "| model | params | train step (ms) | x uniform | train windows/s | predict windows/s | "
-        "x uniform | peak RSS (MB) |",
-        "|---|---|---|---|---|---|---|---|",
+        "| model | params | train step (ms) | x uniform | x TSMixer | train windows/s | "
+        "predict windows/s | x uniform | x TSMixer | peak RSS (MB) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         lines.append(
             f"| {row['name']} | {row['params']:,} | {row['train_step_ms']:.1f} | "
-            f"{row['step_x_uniform']:.2f} | {row['train_windows_per_s']:.0f} | "
-            f"{row['predict_windows_per_s']:.0f} | {row['predict_x_uniform']:.2f} | "
-            f"{row['peak_rss_mb']:.0f} |"
+            f"{row['step_x_uniform']:.2f} | {row['step_x_tsmixer']:.2f} | "
+            f"{row['train_windows_per_s']:.0f} | {row['predict_windows_per_s']:.0f} | "
+            f"{row['predict_x_uniform']:.2f} | {row['predict_x_tsmixer']:.2f} | "
+            f"{row['peak_rss_mb']:.0f} |".replace("nan", "-")
         )
     lines += ["", "## Scaling with the lookback (R = 8, so N = L / 8; learned = the default "
               "policy, G = 4)",
@@ -328,6 +393,22 @@ def write(rows: list[dict], scaling: list[dict], parts: dict[str, float], out_di
     for name, seconds in parts.items():
         lines.append(f"| {name} | {1000 * seconds:.1f} | {seconds / whole:.2f} | "
                      f"{1000 * seconds / uniform['train_step_ms']:.2f} |")
+    lines += ["", f"## Forward FLOPs and achieved rate per part (prediction, L = 96, batch "
+              f"{PREDICT_BATCH}, `speed_parts.csv`)", "",
+              "FLOPs of matmuls, convolutions and attention by `torch.utils.flop_counter`, "
+              "counted with autograd on (in inference mode the counter misses the fused "
+              "attention kernel); each part timed alone (inference mode, unchunked) on the "
+              "inputs the pass gives it; `other` is the whole pass minus the parts.", "",
+              "| part | learned MFLOP/window | ms | GFLOP/s | uniform MFLOP/window | ms | "
+              "GFLOP/s |", "|---|---|---|---|---|---|---|"]
+    for pair in zip(*([r for r in flops if r["network"] == n] for n in ("learned", "uniform"))):
+        lines.append(f"| {pair[0]['part']} | " + " | ".join(
+            f"{c['mflop_per_window']:.2f} | {c['ms']:.1f} | {c['gflop_per_s']:.1f}"
+            for c in pair).replace("nan", "-") + " |")
+    lines += [""] + [f"- {r['network']}, {r['part']}: " + (
+        f"{r['gflop_per_s']:.1f} GFLOP/s" if "flops" not in r
+        else f"{r['mflop_per_window']:.2f} MFLOP per window")
+        for r in flops if r["network"] not in ("learned", "uniform")]
     write_markdown(out_dir / "speed.md", lines)
     print((out_dir / "speed.md").read_text())
 

@@ -1,0 +1,39 @@
+"""benchmarks/api_timing.py: the smoke run fits and forecasts both models through the public
+darts API and writes their times (no time is asserted beyond being measured)."""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+ETTH1 = BENCHMARKS.parent.parent / "shared" / "data" / "ETTh1.csv.gz"
+
+
+@pytest.mark.skipif(not ETTH1.is_file(), reason="ETTh1 is not in shared/data beside the repo")
+def test_quick_run_times_both_models(tmp_path: Path):
+    out = tmp_path / "results"
+    subprocess.run([sys.executable, str(BENCHMARKS / "api_timing.py"), "--quick", "--out-dir",
+                    str(out)], cwd=tmp_path, check=True, capture_output=True, text=True)
+    with (out / "api_timing.csv").open() as handle:
+        rows = {row["model"]: row for row in csv.DictReader(handle)}
+    assert set(rows) == {"learned", "uniform"}
+    for row in rows.values():
+        assert float(row["fit_s"]) > 0 and float(row["forecast_s"]) > 0
+        assert (int(row["train_windows"]), int(row["forecasts"])) == (256, 50)
+    assert float(rows["uniform"]["fit_x_uniform"]) == 1.0
+    assert "| learned |" in (out / "api_timing.md").read_text()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--threads", "0"], "--threads must be >= 1"),
+    (["--repeats", "0"], "--repeats must be >= 1"),
+])
+def test_bad_arguments_are_refused_before_any_work(import_benchmark, capsys, argv, message):
+    with pytest.raises(SystemExit):
+        import_benchmark("api_timing").main(argv)
+    assert message in capsys.readouterr().err
