@@ -39,7 +39,10 @@ Entry points
 ``make_patcher(name="learned", policy="density", offset_penalty=1.0, **kwargs)``
     A learned patcher of any policy (:class:`VariantPatcher` for ``"topk"`` and ``"offset"``).
 
-Bit-identity with the code these tables ran on is checked by ``benchmarks/check_variants.py``.
+The tables' records name the commit they ran on; the GRPG step and the tokeniser's cost
+changed since (the group is scored with its decode, on a number of series; ``local_out`` reads
+patch means), so re-running a row gives the same method at float-rounding and sampling-noise
+distance, not the same bytes.
 
 Shape legend
 ------------
