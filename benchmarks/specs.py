@@ -157,8 +157,13 @@ def ltsf_models(suffix: str = "", head: dict | None = None) -> dict[str, dict]:
 #: The learned patcher at the price issue's defaults (width 8, 3 blocks; G = 8 samples for 16
 #: series per step), recorded beside the rows of the 32-wide, 4-block patcher that scored every
 #: series with G = 4 (the ``learned`` records up to commit 6191e1b).
-PRICE_ROW = {"learned (patcher 8x3, G=8, 16 series)": reinpatch(
-    ["price"], patcher="learned", compression_rate=8, group_size=8, scored_series=16)}
+PRICE_ROW = {
+    "learned (patcher 8x3, G=8, 16 series)": reinpatch(
+        ["price"], patcher="learned", compression_rate=8, group_size=8, scored_series=16),
+    # the foundation patcher pretrained at those defaults, used frozen
+    "foundation 8x3 (zero-shot)": reinpatch(["price_foundation"], patcher="pretrained",
+                                            compression_rate=8),
+}
 
 BASELINE_ROWS = {
     "repeat": {"family": "repeat", "tags": ["repeat"]},

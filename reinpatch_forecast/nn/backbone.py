@@ -272,12 +272,27 @@ class EncoderLayer(nn.Module):
     def forward(self, h: Tensor, group: int, unused: Tensor | None = None) -> Tensor:
         """``(R*G, N, d) -> (R*G, N, d)``; ``unused`` ``(R*G, N)`` bool masks empty token
         slots as keys (their own outputs are never read)."""
-        normed = self.attention_norm(h)
-        attended = self.attention(normed, normed, normed, key_padding_mask=unused,
-                                  need_weights=False)[0]
+        attended = self._attend(self.attention_norm(h), unused)  # (R*G, N, d)
         h = h + self.dropout(attended, group)
         inner = self.dropout(F.gelu(self.ff_in(self.ff_norm(h))), group)  # (R*G, N, d_ff)
         return h + self.dropout(self.ff_out(inner), group)
+
+    def _attend(self, h: Tensor, unused: Tensor | None) -> Tensor:
+        """Self-attention of ``self.attention``'s weights through
+        ``F.scaled_dot_product_attention``, ``(M, N, d) -> (M, N, d)``.
+
+        The same function as the module's call (no attention dropout), through PyTorch's fused
+        attention kernel in training and prediction alike (the module takes it only in
+        inference, and its fused path is slower on the CPU).
+        """
+        attention = self.attention
+        rows, tokens, width = h.shape
+        heads = attention.num_heads
+        qkv = F.linear(h, attention.in_proj_weight, attention.in_proj_bias)  # (M, N, 3d)
+        q, k, v = qkv.view(rows, tokens, 3, heads, width // heads).permute(2, 0, 3, 1, 4)
+        mask = None if unused is None else ~unused[:, None, None, :]  # (M, 1, 1, N): attend
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (M, heads, N, d/heads)
+        return attention.out_proj(out.transpose(1, 2).reshape(rows, tokens, width))
 
 
 class Backbone(nn.Module):
