@@ -154,9 +154,9 @@ def ltsf_models(suffix: str = "", head: dict | None = None) -> dict[str, dict]:
     return rows
 
 
-#: The learned patcher at the price issue's defaults (width 8, 3 blocks; G = 8 samples for 16
-#: series per step), recorded beside the rows of the 32-wide, 4-block patcher that scored every
-#: series with G = 4 (the ``learned`` records up to commit 6191e1b).
+#: The learned patcher at the small defaults (width 8, 3 blocks; G = 8 samples for 16 series
+#: per step), recorded beside the rows of the 32-wide, 4-block patcher that scored every series
+#: with G = 4 (the ``learned`` records up to commit 6191e1b).
 PRICE_ROW = {
     "learned (patcher 8x3, G=8, 16 series)": reinpatch(
         ["price"], patcher="learned", compression_rate=8, group_size=8, scored_series=16),
@@ -288,7 +288,7 @@ EXPERIMENTS: dict[str, dict[str, Any]] = {
         "models": LTSF_MODELS,
         "default_models": ["repeat", "learned", "uniform", "random", "volatility", *PEERS],
         "patch_stats": ["learned", "learned_tuned", "learned_init", "learned_l2", "foundation",
-                        "offset", "topk"]},
+                        "offset", "topk", "price", "price_foundation"]},
     "events": {
         "kind": "forecast", "data": "events", "datasets": ["EPF_FR_BE", "vic_elec"],
         "horizons": {"EPF_FR_BE": [24], "vic_elec": [48, 336]},
@@ -298,7 +298,7 @@ EXPERIMENTS: dict[str, dict[str, Any]] = {
         "max_train_windows": {"EPF_FR_BE": 2048, "vic_elec": 8192}, "models": EVENT_MODELS,
         "default_models": ["learned", "learned_tuned", "uniform", "naive", "repeat", *PEERS,
                            "tide"],
-        "patch_stats": ["learned", "learned_tuned"]},
+        "patch_stats": ["learned", "learned_tuned", "price", "price_foundation"]},
     "covariates": {
         "kind": "forecast", "data": "covariates", "datasets": ["ETTh1"], "horizons": [96, 336],
         "lookback": 96, "settings": ["target", "load", "load+calendar"], "seeds": [0],

@@ -2,9 +2,8 @@
 against darts' TSMixer and DLinear, in one process per model, with warm-up and medians over
 repeats.
 
-A ReinPatch train step is the product path: ``ReinPatchNetwork.training_losses`` (the call the
-darts module's ``training_step`` makes: the backbone on the decoded patching, ``G`` samples
-scored without gradients, the policy loss), then backward and an Adam step. Every time is also
+A ReinPatch train step is the product path: ``ReinPatchNetwork.training_losses`` (the darts
+module's ``training_step``), then backward and an Adam step. Every time is also
 given as a ratio to the uniform step of the same network, and to darts' TSMixer. A last table
 gives the forward FLOPs, time and GFLOP/s of each part of the prediction pass. Writes
 ``benchmarks/results/speed.md``, ``speed.csv`` and ``speed_parts.csv`` (commit and date).
@@ -47,17 +46,21 @@ PREDICT_BATCH = 256
 # -- models under test -------------------------------------------------------------------------
 
 
-def reinpatch_network(lookback: int, patcher: str = "learned", group: int = 4, d_model: int = 64):
+def reinpatch_network(lookback: int, patcher: str = "learned", settings: dict | None = None,
+                      d_model: int = 64):
+    """The network at the package's defaults but for ``settings`` (``make_network`` keywords:
+    ``group_size``, ``scored_series``, ``patcher_hidden_size``, ``patcher_layers``)."""
     from variants import make_network
 
     torch.manual_seed(0)
     return make_network(
         input_length=lookback, output_length=HORIZON, n_channels=CHANNELS, compression_rate=RATE,
-        patcher=patcher, group_size=group, d_model=d_model, n_heads=4, n_layers=2)
+        patcher=patcher, d_model=d_model, n_heads=4, n_layers=2, **(settings or {}))
 
 
-def reinpatch(lookback: int, patcher: str = "learned", group: int = 4, frozen: bool = False):
-    network = reinpatch_network(lookback, patcher, group)
+def reinpatch(lookback: int, patcher: str = "learned", settings: dict | None = None,
+              frozen: bool = False):
+    network = reinpatch_network(lookback, patcher, settings)
     if frozen:  # a foundation patcher used zero-shot: only the backbone trains
         network.patcher.freeze()
     optimiser = torch.optim.Adam(
@@ -121,7 +124,7 @@ def darts_peer(name: str, lookback: int):
 def measure(spec: dict, repeats: int, warmup: int = 2) -> dict:
     """Train step and predict throughput of one model (run in a fresh process for memory)."""
     module, train_step, predict = (reinpatch(
-        spec["lookback"], spec["patcher"], spec.get("group", 4), spec.get("frozen", False))
+        spec["lookback"], spec["patcher"], spec.get("settings"), spec.get("frozen", False))
         if spec["family"] == "reinpatch" else darts_peer(spec["family"], spec["lookback"]))
     generator = torch.Generator().manual_seed(0)
     x = torch.randn(BATCH, spec["lookback"], CHANNELS, generator=generator)
@@ -151,45 +154,38 @@ def measure_in_subprocess(spec: dict, repeats: int, threads: int, warmup: int = 
 
 def component_times(lookback: int, repeats: int, warmup: int = 2) -> dict[str, float]:
     """Time of each part of the default GRPG training step, measured one part at a time."""
-    from reinpatch_forecast.nn.segments import resample_patches, segment_mean
-
     network, train_step, _ = reinpatch(lookback)
-    config = network.config
-    group = config.training.group_size
+    group = network.config.training.group_size
+    scored = network.scored_windows(BATCH, CHANNELS)
     generator = torch.Generator().manual_seed(0)
     x = torch.randn(BATCH, lookback, CHANNELS, generator=generator)
     y = torch.randn(BATCH, HORIZON, CHANNELS, generator=generator)
-    patcher_input, backbone_input, _ = network._normalise(x)
+    patcher_input, backbone_input, stats = network._normalise(x)
     patcher_input, backbone_input = patcher_input.detach(), backbone_input.detach()
-    decoded, samples = network.patcher.explore(patcher_input, config.n_patches, group)
+    decoded, samples = network._explore(patcher_input, group, scored * CHANNELS)
 
     def patcher_part():
-        d, s = network.patcher.explore(patcher_input, config.n_patches, group)
+        d, s = network._explore(patcher_input, group, scored * CHANNELS)
         (s.log_prob.sum() + d.kl.sum()).backward()
-
-    def segment_part():
-        local = torch.randn(decoded.starts.shape[0], lookback, config.backbone.d_model,
-                            requires_grad=True)
-        values = patcher_input.clone().requires_grad_(True)
-        points = config.backbone.resample_points
-        (segment_mean(local, decoded.starts).sum()
-         + resample_patches(values, decoded.starts, points).sum()).backward()
 
     def decode_part():
         network.backbone(backbone_input, decoded.starts).sum().backward()
 
     def scoring_part():
         with torch.no_grad():
-            network.backbone(backbone_input, samples.starts)
+            local = network.backbone.local_features(backbone_input[:scored * CHANNELS])
+            network._score_group(backbone_input, stats, local, None, decoded, samples, scored,
+                                 CHANNELS)
 
     for p in network.parameters():
         p.grad = torch.zeros_like(p)
     optimiser = torch.optim.Adam(network.parameters(), lr=1e-3)
     parts = {
-        f"patcher (scores, decode, {group} samples, log-prob, KL; fwd+bwd)": patcher_part,
-        "segment ops (segment mean + area resampling of the decode; fwd+bwd)": segment_part,
+        f"patcher (scores of all B*C series, {group} samples of {scored * CHANNELS}; "
+        "fwd+bwd)": patcher_part,
         "backbone incl. tokeniser on the decode (B*C patchings; fwd+bwd)": decode_part,
-        f"backbone scoring the samples (B*C*{group} patchings; no grad)": scoring_part,
+        f"backbone scoring decode + {group} samples of {scored * CHANNELS} series "
+        "(no grad)": scoring_part,
         "optimiser step": optimiser.step,
     }
     result = {name: median_seconds(fn, repeats, warmup) for name, fn in parts.items()}
@@ -267,10 +263,16 @@ def flop_table(lookback: int, repeats: int, warmup: int) -> list[dict]:
 
 MODELS = [
     {"name": "same network, uniform patches", "family": "reinpatch", "patcher": "uniform"},
-    {"name": "learned, density policy, G=4 (the default)", "family": "reinpatch",
-     "patcher": "learned", "group": 4},
-    {"name": "learned, density policy, G=8", "family": "reinpatch", "patcher": "learned",
-     "group": 8},
+    {"name": "learned, the default (patcher 8x3; G=8 for 16 series)", "family": "reinpatch",
+     "patcher": "learned"},
+    {"name": "learned, G=4 for 16 series", "family": "reinpatch", "patcher": "learned",
+     "settings": {"group_size": 4}},
+    {"name": "learned, G=8 for every series", "family": "reinpatch", "patcher": "learned",
+     "settings": {"scored_series": BATCH * CHANNELS}},
+    {"name": "learned, patcher 32x4, G=4 for every series (the previous default)",
+     "family": "reinpatch", "patcher": "learned",
+     "settings": {"group_size": 4, "scored_series": BATCH * CHANNELS,
+                  "patcher_hidden_size": 32, "patcher_layers": 4}},
     {"name": "frozen learned patcher (foundation, zero-shot)", "family": "reinpatch",
      "patcher": "learned", "frozen": True},
     {"name": "darts TSMixer (hidden 64, 2 blocks)", "family": "TSMixer"},
@@ -314,7 +316,7 @@ def main(argv: list[str] | None = None) -> None:
     for length in (LOOKBACKS[1:2] if args.quick else LOOKBACKS[1:]):
         for patcher in ("learned", "uniform"):
             spec = {"name": f"{patcher} L={length}", "family": "reinpatch", "patcher": patcher,
-                    "group": 4, "lookback": length}
+                    "lookback": length}
             print(f"[speed] {spec['name']} ...", flush=True)
             scaling.append(measure_in_subprocess(spec, max(1, repeats // 3), args.threads,
                                                  warmup))
@@ -353,8 +355,9 @@ def write(rows: list[dict], scaling: list[dict], parts: dict[str, float], flops:
         f"Batch {BATCH} windows x {CHANNELS} channels, H = {HORIZON}, compression rate {RATE}, "
         "d_model 64, 2 layers (ReinPatch). Each model runs in a fresh process; times are "
         "medians after warm-up. A ReinPatch train step is `ReinPatchNetwork.training_losses` "
-        "(the darts module's training step: backbone on the decoded patching, G samples scored "
-        "without gradients, policy loss), backward and an Adam step; prediction decodes once. "
+        "(the darts module's training step: backbone on the decoded patching, decode and G "
+        "samples of the scored series without gradients, policy loss), backward and an Adam "
+        "step; prediction decodes once. "
         f"`x uniform`, `x TSMixer`: ratio to the uniform-patch network and to darts' TSMixer "
         f"(step time; predict throughput on batches of {PREDICT_BATCH} windows).",
         "",
@@ -370,8 +373,7 @@ def write(rows: list[dict], scaling: list[dict], parts: dict[str, float], flops:
             f"{row['predict_x_uniform']:.2f} | {row['predict_x_tsmixer']:.2f} | "
             f"{row['peak_rss_mb']:.0f} |".replace("nan", "-")
         )
-    lines += ["", "## Scaling with the lookback (R = 8, so N = L / 8; learned = the default "
-              "policy, G = 4)",
+    lines += ["", "## Scaling with the lookback (R = 8, so N = L / 8; learned = the default)",
               "", "| L | learned step (ms) | uniform step (ms) | learned x uniform | "
               "learned x (L=96) | uniform x (L=96) | learned predict windows/s |",
               "|---|---|---|---|---|---|---|"]
@@ -386,7 +388,7 @@ def write(rows: list[dict], scaling: list[dict], parts: dict[str, float], flops:
                      f"{uni['train_step_ms'] / base_uniform['train_step_ms']:.2f} | "
                      f"{learned['predict_windows_per_s']:.0f} |")
     whole = parts["whole training step"]
-    lines += ["", "## Where the default GRPG step (G = 4, L = 96) spends its time", "",
+    lines += ["", "## Where the default GRPG step (L = 96) spends its time", "",
               "Each part timed alone on the step's own tensors, in this process (so shares need "
               "not sum to 1).", "",
               "| part | ms | share of the whole step | x uniform step |", "|---|---|---|---|"]

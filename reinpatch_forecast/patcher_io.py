@@ -25,7 +25,7 @@ __all__ = ["PATCHER_FORMAT", "PATCHER_VERSION", "PRETRAINED_SHA256", "patcher_st
            "load_pretrained_patcher", "file_sha256", "resolve_patcher_state"]
 
 #: SHA-256 of the shipped ``pretrained/patcher.pt`` (checked by the test suite).
-PRETRAINED_SHA256 = "743569ebd15096a923bd344f2236f82c302a6ec7742c68ccb6dbca41081d0641"
+PRETRAINED_SHA256 = "94cf2fffff19ea049b90dcc7b89b8c37e620cc37bd9d0a3450d6314ab9d7baa6"
 
 PATCHER_FORMAT = "reinpatch-forecast/patcher"
 #: The file format's version; a file of another version is refused with the way to a new one.

@@ -260,9 +260,10 @@ def spike_network(patcher: str, density_sigma: float = 1.0,
     """The package's network for the spike task: ``patcher`` with the default patcher and GRPG
     settings, but for the density policy's exploration scale ``density_sigma`` and no instance
     normalisation (each window is already centred noise). A spike is one step of a 96-step
-    window: the policy finds it faster when it searches wide (measured, 200 steps, seeds 0-2:
-    test MSE 0.36-0.37 at ``density_sigma=1`` with a start next to the spike in 56-62 % of the
-    windows; 0.47-0.54 and 34-45 % at the default 0.5; uniform patches 0.91-1.00 and 24 %).
+    window: the policy finds it faster when it searches wide (measured with the default
+    patcher and GRPG settings, 200 steps, seeds 0-2: test MSE 0.39-0.48 at
+    ``density_sigma=1`` with a start next to the spike in 48-57 % of the windows; uniform
+    patches 0.91-1.00 and 24 %; ``benchmarks/results/patcher_size.md``).
     ``backbone`` holds fields of :class:`~reinpatch_forecast.nn.BackboneConfig` (default
     :data:`SPIKE_BACKBONE`); ``patcher_sizes`` the learned patcher's ``hidden_size``,
     ``n_layers`` or ``kernel_size``, and ``training`` fields of
