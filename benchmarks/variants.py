@@ -281,7 +281,7 @@ class VariantTokeniser(PatchTokeniser):
             self.position_proj = nn.Linear(4 * self.n_frequencies, d_model)
 
     def _local_features(self, x: Tensor) -> Tensor:
-        h = self.local_conv(x.unsqueeze(1)).transpose(1, 2)  # (R, L, d)
+        h = self._local_conv(x)  # (R, L, d)
         return F.gelu(h) if self.ablation.local_activation else h  # (R, L, d)
 
     def forward(self, x: Tensor, starts: Tensor, local: Tensor | None = None) -> Tensor:

@@ -133,7 +133,11 @@ class PatchTokeniser(nn.Module):
         return map_row_chunks(self._local_features, (x,), self.chunk_rows(x.shape[-1]))
 
     def _local_features(self, x: Tensor) -> Tensor:
-        """:meth:`local_features` in one pass, ``(r, L, d)`` from ``(r, L)``.
+        """:meth:`local_features` in one pass, ``(r, L, d)`` from ``(r, L)``."""
+        return F.gelu(self._local_conv(x))  # (R, L, d)
+
+    def _local_conv(self, x: Tensor) -> Tensor:
+        """``local_conv`` of ``x`` ``(r, L)``, step-major ``(r, L, d)``.
 
         The one-channel conv runs as a product of its ``(d, k)`` weight with the ``k`` taps of
         every step: the result comes out step-major, as the patch means and the skip read it,
@@ -142,8 +146,7 @@ class PatchTokeniser(nn.Module):
         reach = self.local_conv.kernel_size[0] // 2
         padded = F.pad(x.unsqueeze(1), (reach, reach), mode="replicate")[:, 0]  # (R, L+2*reach)
         taps = padded.unfold(-1, 2 * reach + 1, 1)  # (R, L, k): the steps each output reads
-        h = F.linear(taps, self.local_conv.weight[:, 0], self.local_conv.bias)  # (R, L, d)
-        return F.gelu(h)  # (R, L, d)
+        return F.linear(taps, self.local_conv.weight[:, 0], self.local_conv.bias)  # (R, L, d)
 
     def local_tokens(self, local: Tensor, starts: Tensor) -> Tensor:
         """The local part of every token, ``local_out`` of the patch mean of ``local``.

@@ -380,7 +380,7 @@ class ReinPatchNetwork(nn.Module):
                                     local, decoded.coarse_starts,
                                     covariates=rows)[:, 0]  # (B, H, C, Q)
         loss = backbone_loss(prediction, y)
-        with self._scoring_mode():
+        with self._scoring_mode(), self._scoring_randomness(x.device):
             forecasts = self._score_group(backbone_input, stats, local, rows, decoded, samples,
                                           scored, channels)  # (Bs, 1+G, H, C, Q)
         targets = y[:scored].unsqueeze(1).expand(-1, group + 1, -1, -1)  # (Bs, 1+G, H, C)
@@ -392,6 +392,28 @@ class ReinPatchNetwork(nn.Module):
     def _scoring_mode(self) -> AbstractContextManager:
         """The grad mode the group is scored in: without gradients (rewards are constants)."""
         return torch.no_grad()
+
+    @contextmanager
+    def _scoring_randomness(self, device: torch.device) -> Iterator[None]:
+        """Run the block (the scoring pass) with random draws (its dropout masks) from the
+        patcher's private generator, leaving torch's global generator where it was.
+
+        The global generator then advances as in a uniform-patch network of the same seed, so
+        the data order and the backbone's dropout masks are that network's (common random
+        numbers): a learned patcher that keeps the grid trains exactly as uniform patches.
+        """
+        seed = int(torch.randint(0, 2**62, (1,), device=device,
+                                 generator=self.sampling_generator(device)))
+        devices = [] if device.type == "cpu" else [device.index or 0]
+        # fork_rng always saves the CPU generator; on the CPU it need save no accelerator's
+        # (``devices=[]``; the device type is then unused and left at its default).
+        device_type = "cuda" if device.type == "cpu" else device.type
+        with torch.random.fork_rng(devices=devices, device_type=device_type):
+            if device.type == "cpu":
+                torch.default_generator.manual_seed(seed)
+            else:
+                torch.get_device_module(device.type).manual_seed(seed)
+            yield
 
     def _step_loss(self, loss: Tensor, per_element: Tensor, scored: int, group: int) -> Tensor:
         """The backbone's training loss of the step: the decode's ``loss`` (the scored

@@ -265,7 +265,7 @@ def test_pretrain_patcher_writes_a_loadable_patcher(tmp_path, capsys):
     assert "epoch 0: reward -" in printed
     assert file_sha256(out) in printed
     patcher = load_patcher(out)
-    assert patcher.hidden_size == 32 and patcher.policy_name == "density"
+    assert patcher.hidden_size == 8 and patcher.policy_name == "density"
 
 
 def test_pretrain_patcher_with_a_kl_coef(tmp_path, monkeypatch, capsys):
@@ -286,7 +286,7 @@ def test_pretrain_patcher_with_a_kl_coef(tmp_path, monkeypatch, capsys):
     out = tmp_path / "density.pt"
     code = main(["pretrain-patcher", "--out", str(out), "--kl-coef", "0.3", "--quiet"])
     assert code == 0, capsys.readouterr().err
-    assert (seen["kl_coef"], seen["group_size"]) == (0.3, 4) and "policy" not in seen
+    assert (seen["kl_coef"], seen["group_size"]) == (0.3, 8) and "policy" not in seen
     assert "uniform_prior" not in seen and "entropy_coef" not in seen
     assert load_patcher(out).policy_name == "density"
 

@@ -50,11 +50,15 @@ def _network(patcher: str, policy: str) -> ReinPatchNetwork:
             # A spike is one step of a 96-step window: the density policy needs fine cells and
             # a wide search to find it.
             patcher=dict(name=patcher, density_knots=4, density_sigma=1.0),
-            training=dict(group_size=8)))
+            # every window of the batch scored: the signal these thresholds were set with
+            training=dict(group_size=8, scored_series=BATCH)))
     return variants.make_network(
         input_length=LOOKBACK, output_length=HORIZON, compression_rate=LOOKBACK / N_PATCHES,
-        patcher=patcher, policy=policy, group_size=8, d_model=32, n_heads=4, n_layers=1,
-        dropout=0.0, use_resampled=False, local_activation=False, revin=False)
+        patcher=patcher, policy=policy, group_size=8, scored_series=BATCH, d_model=32,
+        n_heads=4, n_layers=1, dropout=0.0, use_resampled=False, local_activation=False,
+        revin=False,
+        # the ablation policies' patcher as they were measured (the package's is smaller)
+        patcher_hidden_size=32, patcher_layers=4)
 
 
 def train_and_evaluate(patcher: str, policy: str = "density", policy_sign: float = 1.0,

@@ -122,7 +122,7 @@ def test_samples_are_scored_under_the_decodes_dropout_masks(monkeypatch):
     """In training mode with dropout, a sample equal to the decode gets the decode's forecast
     (up to float rounding of a differently shaped batch): the reward difference is the
     patching's, not the dropout mask's."""
-    net = network(dropout=0.5, d_model=32, n_heads=2).train()
+    net = network(dropout=0.5, d_model=32, n_heads=2, scored_series=32).train()
     recorder = Recorder(net, monkeypatch, force_decode_first=True)
     x, y = data(2, batch=16)
     net.training_losses(x, y, sample_loss=recorder.sample_loss)
