@@ -16,7 +16,7 @@ DATASETS = ["ETTh1", "ETTh2", "ETTm1", "ETTm2", "weather"]
 #: README row label -> how its rows are found in ltsf.csv (a model name, or a darts peer
 #: whose learning rate is picked on validation in each cell).
 ROWS = {
-    "ReinPatch, learned patches (default)": ("model", "learned"),
+    "ReinPatch, learned patches (previous patcher, 32 wide, 4 blocks)": ("model", "learned"),
     'ReinPatch, uniform patches (`patcher="uniform"`)': ("model", "uniform R=8"),
     "darts `TSMixerModel`": ("peer", "tsmixer"),
     "darts `DLinearModel`": ("peer", "dlinear"),
