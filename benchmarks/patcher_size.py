@@ -50,21 +50,16 @@ def parse_size(text: str) -> dict:
 def forward_flops(sizes: dict | None) -> dict[str, float]:
     """Forward FLOPs per window of the patcher's decode and of the whole prediction pass
     (``sizes=None``: uniform patches) at :data:`FLOP_SHAPE`."""
-    from torch.utils.flop_counter import FlopCounterMode
+    from speed import counted_flops
 
     patcher = {"name": "uniform"} if sizes is None else {"name": "learned", **sizes}
     torch.manual_seed(0)
     network = ReinPatchNetwork(ReinPatchConfig(**FLOP_SHAPE, patcher=patcher)).eval()
-    windows = 64
-    x = torch.randn(windows, FLOP_SHAPE["input_length"], FLOP_SHAPE["n_channels"])
-    with torch.inference_mode():
-        with FlopCounterMode(display=False) as whole:
-            network(x)
-        patcher_input = network._normalise(x)[0]
-        with FlopCounterMode(display=False) as part:
-            network._decode(patcher_input)
-    return {"patcher_mflop": part.get_total_flops() / windows / 1e6,
-            "network_mflop": whole.get_total_flops() / windows / 1e6}
+    x = torch.randn(64, FLOP_SHAPE["input_length"], FLOP_SHAPE["n_channels"])
+    with torch.no_grad():
+        whole = counted_flops(lambda: network(x))
+        part = counted_flops(lambda: network._decode(network._normalise(x)[0]))
+    return {"patcher_mflop": part / len(x) / 1e6, "network_mflop": whole / len(x) / 1e6}
 
 
 def recorded() -> list[dict]:
@@ -79,9 +74,8 @@ def run_one(size: str, seed: int, scored: int, group: int, steps: int) -> dict:
                             patcher_sizes=sizes,
                             training={"scored_series": scored, "group_size": group})
     return {"size": size, "scored_series": scored, "group_size": group, "seed": seed,
-            "steps": steps,
-            "spike_mse": result.mse, "near_spike": result.near_spike,
-            "train_seconds": round(result.seconds, 2), **forward_flops(sizes),
+            "steps": steps, "spike_mse": result.mse, "near_spike": result.near_spike,
+            "train_seconds": round(result.seconds, 2),
             "threads": torch.get_num_threads(), "commit": git_commit(), "date": utc_now()}
 
 
@@ -99,17 +93,16 @@ def report(out_dir: Path) -> None:
     table = []
     for (size, scored, group, steps), rows in sorted(groups.items()):
         mse = [r["spike_mse"] for r in rows]
-        backbone = uniform_flops
+        flops = forward_flops(None if size == "uniform" else parse_size(size))
         table.append({
             "size": size, "scored_series": scored, "group_size": group, "steps": steps,
-            "seeds": len(rows),
-            "spike_mse": statistics.mean(mse),
+            "seeds": len(rows), "spike_mse": statistics.mean(mse),
             "spike_mse_std": statistics.stdev(mse) if len(mse) > 1 else 0.0,
             "x_uniform": statistics.mean(mse) / uniform[steps] if steps in uniform else "",
             "near_spike": statistics.mean(r["near_spike"] for r in rows),
-            "patcher_mflop": rows[0]["patcher_mflop"],
-            "patcher_x_backbone": rows[0]["patcher_mflop"] / backbone,
-            "network_mflop": rows[0]["network_mflop"],
+            "patcher_mflop": flops["patcher_mflop"],
+            "patcher_x_backbone": flops["patcher_mflop"] / uniform_flops,
+            "network_mflop": flops["network_mflop"],
             "train_seconds": statistics.median(r["train_seconds"] for r in rows),
             "commit": rows[-1]["commit"], "date": rows[-1]["date"],
         })
