@@ -1,11 +1,10 @@
 """Training and inference speed of ReinPatch against the same network with fixed patches and
-against darts' TSMixer and DLinear, in one process per model, with warm-up and medians over
-repeats.
+against darts' TSMixer and DLinear, one process per model, medians over repeats after warm-up.
 
 A ReinPatch train step is the product path: ``ReinPatchNetwork.training_losses`` (the darts
-module's ``training_step``), then backward and an Adam step. Every time is also
-given as a ratio to the uniform step of the same network, and to darts' TSMixer. A last table
-gives the forward FLOPs, time and GFLOP/s of each part of the prediction pass. Writes
+module's ``training_step``), backward and an Adam step; times are also ratios to the uniform
+step of the same network and to darts' TSMixer. A last table gives the forward FLOPs, time and
+GFLOP/s of each part of the prediction pass. Writes
 ``benchmarks/results/speed.md``, ``speed.csv`` and ``speed_parts.csv`` (commit and date).
 
 python benchmarks/speed.py              # all tables (about 5 minutes on 2 cores)
@@ -227,12 +226,13 @@ def prediction_parts(network, x: torch.Tensor) -> dict[str, Callable[[], object]
 
 
 def flop_table(lookback: int, repeats: int, warmup: int) -> list[dict]:
-    """Forward FLOPs per window, time per batch of ``PREDICT_BATCH`` and GFLOP/s of each part of
+    """Forward FLOPs per window, time per batch of ``BATCH`` and GFLOP/s of each part of
     the learned and the uniform network's prediction pass; the whole forward's FLOPs per window
     of darts' TSMixer; the machine's float32 matmul rates (one the backbone's size)."""
     from darts.utils.data.torch_datasets.utils import PLModuleInput
 
-    x = torch.randn(PREDICT_BATCH, lookback, CHANNELS, generator=torch.Generator().manual_seed(0))
+    # a training batch: unchunked, a prediction batch's activations would time the allocator
+    x = torch.randn(BATCH, lookback, CHANNELS, generator=torch.Generator().manual_seed(0))
     table = []
     for patcher in ("learned", "uniform"):
         network = reinpatch_network(lookback, patcher).eval()
@@ -255,7 +255,7 @@ def flop_table(lookback: int, repeats: int, warmup: int) -> list[dict]:
                       "gflop_per_s": 2e-9 * m * k * n / seconds})
     for r in table:
         if "flops" in r:
-            r["mflop_per_window"] = r["flops"] / PREDICT_BATCH / 1e6
+            r["mflop_per_window"] = r["flops"] / BATCH / 1e6
         if "ms" in r:  # none for a part without FLOPs or with no time left
             r["gflop_per_s"] = r["flops"] / r["ms"] / 1e6 if r["flops"] > 0 < r["ms"] else nan
     return table
@@ -396,7 +396,7 @@ def write(rows: list[dict], scaling: list[dict], parts: dict[str, float], flops:
         lines.append(f"| {name} | {1000 * seconds:.1f} | {seconds / whole:.2f} | "
                      f"{1000 * seconds / uniform['train_step_ms']:.2f} |")
     lines += ["", f"## Forward FLOPs and achieved rate per part (prediction, L = 96, batch "
-              f"{PREDICT_BATCH}, `speed_parts.csv`)", "",
+              f"{BATCH}, `speed_parts.csv`)", "",
               "FLOPs of matmuls, convolutions and attention by `torch.utils.flop_counter`, "
               "counted with autograd on (in inference mode the counter misses the fused "
               "attention kernel); each part timed alone (inference mode, unchunked) on the "
