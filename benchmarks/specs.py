@@ -154,15 +154,17 @@ def ltsf_models(suffix: str = "", head: dict | None = None) -> dict[str, dict]:
     return rows
 
 
-#: The learned patcher at the small defaults (width 8, 3 blocks; G = 8 samples for 16 series
+#: The learned patcher at the small defaults (width 8, 3 blocks; G = 8 samples for 32 series
 #: per step), recorded beside the rows of the 32-wide, 4-block patcher that scored every series
-#: with G = 4 (the ``learned`` records up to commit 6191e1b).
+#: with G = 4 (the ``learned`` records up to commit 6191e1b) and of the same small patcher
+#: scoring 16 series (``learned (patcher 8x3, G=8, 16 series)``, ``foundation 8x3
+#: (zero-shot)``: a foundation patcher pretrained that way).
 PRICE_ROW = {
-    "learned (patcher 8x3, G=8, 16 series)": reinpatch(
-        ["price"], patcher="learned", compression_rate=8, group_size=8, scored_series=16),
+    "learned (patcher 8x3, G=8, 32 series)": reinpatch(
+        ["price"], patcher="learned", compression_rate=8, group_size=8, scored_series=32),
     # the foundation patcher pretrained at those defaults, used frozen
-    "foundation 8x3 (zero-shot)": reinpatch(["price_foundation"], patcher="pretrained",
-                                            compression_rate=8),
+    "foundation (patcher 8x3, 32 series, zero-shot)": reinpatch(
+        ["price_foundation"], patcher="pretrained", compression_rate=8),
 }
 
 BASELINE_ROWS = {

@@ -116,7 +116,7 @@ class TrainingOptions:
         "decoded one (without gradients).", "int", "patchings sampled per series in a "
         "training step and scored against the decoded one", metavar="G")
     scored_series: int = _option(
-        16, "Series (windows times components) of each training batch whose group is drawn "
+        32, "Series (windows times components) of each training batch whose group is drawn "
         "and scored: the first windows of the (shuffled) batch holding that many. The "
         "backbone trains on every window; scoring is the learned patcher's extra cost per "
         "step, and more scored series give the policy a less noisy gradient.", "int",

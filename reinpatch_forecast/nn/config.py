@@ -135,7 +135,7 @@ class TrainingConfig:
 
     group_size: int = 8
     kl_coef: float = 0.1
-    scored_series: int = 16
+    scored_series: int = 32
 
     def __post_init__(self) -> None:
         if (isinstance(self.group_size, bool) or not isinstance(self.group_size, int)
