@@ -1,11 +1,9 @@
 """The learned patcher's price against its learning signal: for each patcher size and GRPG
-setting (the series a step scores, ``G``), the patcher's forward FLOPs next to the backbone's,
-and the demo's spike task (where boundaries decide the forecast) over seeds, against uniform
-patches.
+setting (the series a step scores, ``G``), its forward FLOPs next to the backbone's and the
+demo's spike task (where boundaries decide the forecast) over seeds, against uniform patches.
 
-Each run appends one record to ``benchmarks/results/patcher_size_runs.jsonl`` (runs already
-recorded are skipped); the report (``patcher_size.md`` and ``.csv``, with the commit and the
-date) is rebuilt from all records after every call.
+Each run appends a record to ``benchmarks/results/patcher_size_runs.jsonl`` (recorded runs are
+skipped); the report (``patcher_size.md``, ``.csv``, commit and date) is rebuilt from them all.
 
 python benchmarks/patcher_size.py --sizes 32x4 8x3 --seeds 0 1 2   # widths x depths
 python benchmarks/patcher_size.py --sizes 8x3 --scored-series 16   # series a GRPG step scores
@@ -17,6 +15,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -63,9 +62,8 @@ def forward_flops(sizes: dict | None) -> dict[str, float]:
 
 
 def recorded() -> list[dict]:
-    if not RUNS.exists():
-        return []
-    return [json.loads(line) for line in RUNS.read_text().splitlines() if line.strip()]
+    lines = RUNS.read_text().splitlines() if RUNS.exists() else []
+    return [json.loads(line) for line in lines if line.strip()]
 
 
 def run_one(size: str, seed: int, scored: int, group: int, steps: int) -> dict:
@@ -86,19 +84,20 @@ def report(out_dir: Path) -> None:
     uniform_flops = forward_flops(None)["network_mflop"]
     groups: dict[tuple, list[dict]] = {}
     for run in runs:
-        key = (run["size"], run["scored_series"], run["group_size"], run["steps"])
+        key = (run["size"], run["scored_series"], run["group_size"], run["steps"],
+               run["threads"])
         groups.setdefault(key, []).append(run)
-    uniform = {steps: statistics.mean(r["spike_mse"] for r in rows)
-               for (size, _, _, steps), rows in groups.items() if size == "uniform"}
+    uniform = {(steps, threads): statistics.mean(r["spike_mse"] for r in rows)
+               for (size, _, _, steps, threads), rows in groups.items() if size == "uniform"}
     table = []
-    for (size, scored, group, steps), rows in sorted(groups.items()):
+    for (size, scored, group, steps, threads), rows in sorted(groups.items()):
         mse = [r["spike_mse"] for r in rows]
         flops = forward_flops(None if size == "uniform" else parse_size(size))
         table.append({
             "size": size, "scored_series": scored, "group_size": group, "steps": steps,
-            "seeds": len(rows), "spike_mse": statistics.mean(mse),
+            "threads": threads, "seeds": len(rows), "spike_mse": statistics.mean(mse),
             "spike_mse_std": statistics.stdev(mse) if len(mse) > 1 else 0.0,
-            "x_uniform": statistics.mean(mse) / uniform[steps] if steps in uniform else "",
+            "x_uniform": statistics.mean(mse) / uniform.get((steps, threads), math.nan),
             "near_spike": statistics.mean(r["near_spike"] for r in rows),
             "patcher_mflop": flops["patcher_mflop"],
             "patcher_x_backbone": flops["patcher_mflop"] / uniform_flops,
@@ -117,19 +116,18 @@ def report(out_dir: Path) -> None:
         "window, at L = H = 96, 7 channels, R = 8, d = 64, 2 layers; the backbone is the "
         f"whole uniform-patch network ({uniform_flops:.2f} MFLOP per window). Spike task: the "
         "demo's (`reinpatch-forecast demo`), test MSE over 2,000 windows, mean and standard "
-        "deviation over seeds; `x uniform` is the ratio to uniform patches' mean. "
-        f"`scored`: the series of each batch of {BATCH} whose group a GRPG step scores.",
+        "deviation over seeds; `x uniform`: the ratio to uniform patches' mean (same threads); "
+        f"`scored`: the series of each batch of {BATCH} a GRPG step scores.",
         "",
-        "| size | scored | G | steps | seeds | spike MSE | std | x uniform | near spike | "
-        "patcher MFLOP | patcher x backbone | network MFLOP | train s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| size | scored | G | steps | threads | seeds | spike MSE | std | x uniform | near spike "
+        "| patcher MFLOP | patcher x backbone | network MFLOP | train s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in table:
-        ratio = f"{row['x_uniform']:.3f}" if row["x_uniform"] != "" else ""
         lines.append(
             f"| {row['size']} | {row['scored_series']} | {row['group_size']} | {row['steps']} | "
-            f"{row['seeds']} | "
-            f"{row['spike_mse']:.4f} | {row['spike_mse_std']:.4f} | {ratio} | "
+            f"{row['threads']} | {row['seeds']} | "
+            f"{row['spike_mse']:.4f} | {row['spike_mse_std']:.4f} | {row['x_uniform']:.3f} | "
             f"{row['near_spike']:.3f} | {row['patcher_mflop']:.2f} | "
             f"{row['patcher_x_backbone']:.3f} | {row['network_mflop']:.2f} | "
             f"{row['train_seconds']:.1f} |")
@@ -152,13 +150,13 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     if not args.report:
-        done = {(r["size"], r["scored_series"], r["group_size"], r["seed"], r["steps"])
-                for r in recorded()}
+        done = {(r["size"], r["scored_series"], r["group_size"], r["seed"], r["steps"],
+                 r["threads"]) for r in recorded()}
         for size in args.sizes:
             settings = [(BATCH, 4)] if size == "uniform" else [
                 (scored, group) for scored in args.scored_series for group in args.group_sizes]
             for (scored, group), seed in itertools.product(settings, args.seeds):
-                if (size, scored, group, seed, args.steps) not in done:
+                if (size, scored, group, seed, args.steps, args.threads) not in done:
                     record = run_one(size, seed, scored, group, args.steps)
                     print(json.dumps(record), flush=True)
                     with RUNS.open("a") as handle:
