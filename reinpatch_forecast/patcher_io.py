@@ -25,7 +25,7 @@ __all__ = ["PATCHER_FORMAT", "PATCHER_VERSION", "PRETRAINED_SHA256", "patcher_st
            "load_pretrained_patcher", "file_sha256", "resolve_patcher_state"]
 
 #: SHA-256 of the shipped ``pretrained/patcher.pt`` (checked by the test suite).
-PRETRAINED_SHA256 = "94cf2fffff19ea049b90dcc7b89b8c37e620cc37bd9d0a3450d6314ab9d7baa6"
+PRETRAINED_SHA256 = "d0261f19246ae3b36df7b072f6b473c6d4085a8d4ee20270eb0f69523ce5863f"
 
 PATCHER_FORMAT = "reinpatch-forecast/patcher"
 #: The file format's version; a file of another version is refused with the way to a new one.
