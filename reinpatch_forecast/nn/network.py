@@ -220,16 +220,16 @@ class ReinPatchNetwork(nn.Module):
 
     def _forecast(self, backbone_input: Tensor, starts: Tensor, stats: InstanceStats | None,
                   batch: int, channels: int, local: Tensor | None = None,
-                  coarse_starts: Tensor | None = None, chunk_rows: int | None = None,
+                  coarse_starts: Tensor | None = None,
                   covariates: Covariates | None = None) -> Tensor:
         """Forecasts ``(B, G, H, C, Q)`` of the patchings ``starts`` ``(R, G, N)``.
 
-        ``local`` ``(R, L, d)``, ``coarse_starts`` ``(R, G, N2)``, ``chunk_rows`` and the rows'
-        ``covariates`` are passed on to :meth:`~reinpatch_forecast.nn.backbone.Backbone.forward`.
+        ``local`` ``(R, L, d)``, ``coarse_starts`` ``(R, G, N2)`` and the rows' ``covariates``
+        are passed on to :meth:`~reinpatch_forecast.nn.backbone.Backbone.forward`.
         """
         group = starts.shape[1]
         out = self.backbone(backbone_input, starts, local, coarse_starts,
-                            chunk_rows, covariates)  # (R*G, H, Q)
+                            covariates=covariates)  # (R*G, H, Q)
         out = self._denormalise(out, stats)  # (R*G, H, Q)
         if self.config.monotone_params:
             out = torch.sort(out, dim=-1).values  # (R*G, H, Q)
@@ -331,10 +331,11 @@ class ReinPatchNetwork(nn.Module):
         decode's only by its patching. The advantage of a sample is its reward minus the
         decode's (a self-critical baseline), scaled by the standard deviation over the scored
         series; the policy loss is ``-mean(A * log pi) + kl_coef * KL`` to the reference
-        policy. What does not depend on the patching (normalisation, the local features and
-        the per-step skip) is computed once per window. A patcher that is not trained (a fixed
-        rule, or a frozen foundation patcher) adds no policy term: the backbone trains on its
-        patching (a fresh draw for ``"random"``, the decode otherwise).
+        policy. What does not depend on the patching is not repeated per patching: the
+        normalisation and the local features are computed once per window, the per-step skip
+        and the covariate paths once per window in each of the two passes. A patcher that is
+        not trained (a fixed rule, or a frozen foundation patcher) adds no policy term: the
+        backbone trains on its patching (a fresh draw for ``"random"``, the decode otherwise).
 
         Parameters
         ----------

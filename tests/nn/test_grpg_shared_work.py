@@ -1,10 +1,10 @@
 """The GRPG step's shared work and its scored series.
 
 What does not depend on the patching (the normalisation, the local features, the per-step
-skip, the covariate paths) is computed once per window and shared by the decode and every
-sample; these tests check that the step gives the losses, forecasts and gradients of computing
-everything per patching, for one and two levels, covariates and the at-most budget, and that
-only the scored series draw samples and reach the policy.
+skip, the covariate paths) is computed per window, not per patching, and shared by the decode
+and the samples. These tests check that the step gives the losses, forecasts and gradients of
+computing everything per patching, for one and two levels, covariates and the at-most budget,
+and that only the scored series draw samples and reach the policy.
 """
 
 from __future__ import annotations
