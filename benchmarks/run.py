@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import hashlib
+import importlib
 import json
 import math
 import os
@@ -217,6 +218,10 @@ def build_model(run: dict, work_dir: Path, progress: bool):
         model_name=f"bench_{run_key(run)}_{os.getpid()}", work_dir=str(work_dir),
         optimizer_kwargs={"lr": run.get("lr", training["lr"])})
     kwargs = dict(run["kwargs"])
+    common["optimizer_kwargs"].update(kwargs.pop("optimizer_kwargs", {}))
+    for key, module in (("optimizer_cls", "optim"), ("lr_scheduler_cls", "optim.lr_scheduler")):
+        if key in kwargs:  # a class of torch.optim named in the record
+            kwargs[key] = getattr(importlib.import_module(f"torch.{module}"), kwargs[key])
     if isinstance(kwargs.get("compression_rate"), list):
         kwargs["compression_rate"] = tuple(kwargs["compression_rate"])
     if run["family"] == "reinpatch":

@@ -72,6 +72,14 @@ TABLES: dict[str, Table] = {
         mean=("mse", "near_spike", "grid_distance", "one_step_share", "train_seconds"),
         std=("mse",), n="n", ratio="ratio", ratio_on_reference=True, metric="mse",
         title="Synthetic tasks: policies against uniform patches"),
+    "recipe": Table(
+        keys=("protocol", "dataset", "horizon", "lookback", "model"),
+        columns=("protocol", "dataset", "horizon", "lookback", "model", "test_mse",
+                 "test_mse_std", "n_seeds", "seeds", "val_mse", "val_mse_std", "test_mae",
+                 "epochs", "train_seconds", "grid_distance", "commit", "date"),
+        mean=("test_mse", "val_mse", "test_mae", "epochs", "train_seconds", "grid_distance"),
+        std=("test_mse", "val_mse"),
+        title="Training recipe: validation and test MSE of the settings a recipe picks from"),
 }
 
 # -- training budgets --------------------------------------------------------------------------
@@ -279,6 +287,24 @@ SYNTHETIC_VARIANTS = {
 SYNTHETIC_MODELS = {name: {"family": "network", "kwargs": {**kwargs, **FLATTEN}, "tags": [name],
                            "reference": "uniform"} for name, kwargs in SYNTHETIC_VARIANTS.items()}
 
+#: Training recipes of the default model (learned patcher, R = 8): row -> ``make_model``
+#: options. ``optimizer_cls`` and ``lr_scheduler_cls`` name classes of ``torch.optim`` and
+#: ``torch.optim.lr_scheduler`` (records hold names); darts steps a scheduler once an epoch.
+RECIPES = {
+    "Adam, constant lr": {},
+    "Adam, lr x0.5 an epoch": {"lr_scheduler_cls": "ExponentialLR",
+                               "lr_scheduler_kwargs": {"gamma": 0.5}},
+    "Adam, lr x0.8 an epoch": {"lr_scheduler_cls": "ExponentialLR",
+                               "lr_scheduler_kwargs": {"gamma": 0.8}},
+    "AdamW (weight decay 0.05)": {"optimizer_cls": "AdamW",
+                                  "optimizer_kwargs": {"weight_decay": 0.05}},
+    "dropout 0.2": {"dropout": 0.2},
+}
+RECIPE_MODELS = {name: reinpatch(["recipe"], patcher="learned", compression_rate=8, **options)
+                 for name, options in RECIPES.items()}
+RECIPE_MODELS.update({f"{p} lr=0.001": {"family": p, "lr": 1e-3, "kwargs": {}, "tags": [p]}
+                      for p in ("dlinear", "tsmixer")})
+
 # -- experiments -------------------------------------------------------------------------------
 
 LTSF_DATASETS = ["ETTh1", "ETTh2", "ETTm1", "ETTm2", "weather"]
@@ -332,4 +358,11 @@ EXPERIMENTS: dict[str, dict[str, Any]] = {
         "steps": 300, "group_size": 8, "seeds": [0, 1, 2], "models": SYNTHETIC_MODELS,
         "default_models": {"spike": list(SYNTHETIC_VARIANTS),
                            "two_scale": ["uniform", "offset", "density", "topk"]}},
+    "recipe": {
+        "kind": "forecast", "data": "ltsf", "datasets": [*LTSF_DATASETS, "EPF_FR_BE", "vic_elec"],
+        "horizons": {**{d: [96] for d in LTSF_DATASETS}, "ETTh1": [96, 720], "EPF_FR_BE": [24],
+                     "vic_elec": [48]},
+        "lookback": {**{d: 96 for d in LTSF_DATASETS}, "EPF_FR_BE": 168, "vic_elec": 336},
+        "seeds": [0, 1, 2], "budget": "reduced", "models": RECIPE_MODELS,
+        "default_models": ["recipe"], "patch_stats": ["recipe"]},
 }
