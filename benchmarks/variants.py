@@ -494,7 +494,8 @@ def config_values(values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any
     values = dict(values)
     ablation = {name: values.pop(name) for name in ABLATION_NAMES if name in values}
     backbone = {name: values.pop(name) for name in ("d_model", "n_heads", "n_layers",
-                                                    "ff_multiplier", "dropout", "resample_points")
+                                                    "ff_multiplier", "dropout", "resample_points",
+                                                    "step_width")
                 if name in values}
     patcher = {new: values.pop(old) for old, new in (("patcher_hidden_size", "hidden_size"),
                                                      ("patcher_layers", "n_layers"),

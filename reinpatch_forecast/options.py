@@ -97,6 +97,11 @@ class ModelOptions:
         None, "Points each patch is resampled to (area resampling) for its shape token; "
         "``None``: ``ceil(compression_rate)``, every value of a uniform patch.", "int or None",
         "points each patch is resampled to (default: ceil(R))", metavar="P")
+    step_width: int | None = _option(
+        None, "Features per time step that the head reads (``input_chunk_length`` times this "
+        "many in all); ``None``: ``d_model // resample_points``, as many as the tokens of "
+        "the uniform grid hold.", "int or None",
+        "features per time step the head reads (default: d_model // P)", metavar="K")
     revin_affine: bool = _option(
         False, "Learn a per-component affine map in the instance normalisation.", "bool",
         "learn an affine map in the instance normalisation")
@@ -230,7 +235,8 @@ def build_network_config(model: ModelOptions, training: TrainingOptions, input_l
             compression_rate=model.compression_rate, levels=model.levels, budget=model.budget,
             revin_affine=model.revin_affine,
             backbone=dict(d_model=model.d_model, n_heads=model.n_heads, n_layers=model.n_layers,
-                          dropout=model.dropout, resample_points=model.resample_points),
+                          dropout=model.dropout, resample_points=model.resample_points,
+                          step_width=model.step_width),
             patcher=PatcherConfig(name=patcher_name, **given),
             training=dict(group_size=training.group_size, kl_coef=training.kl_coef,
                           scored_series=training.scored_series),

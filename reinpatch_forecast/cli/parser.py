@@ -64,7 +64,8 @@ def _rates(text: str) -> float | tuple[float, float]:
 _OPTION_TYPES = {
     "compression_rate": _rates, "levels": int, "d_model": _positive_int,
     "n_heads": _positive_int, "n_layers": _positive_int, "dropout": _probability,
-    "resample_points": _positive_int, "group_size": _positive_int,
+    "resample_points": _positive_int, "step_width": _positive_int,
+    "group_size": _positive_int,
     "scored_series": _positive_int,
     "kl_coef": _non_negative_float, "patcher_lr": _positive_float,
 }

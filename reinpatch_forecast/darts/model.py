@@ -404,6 +404,7 @@ class ReinPatchModel(MixedCovariatesTorchModel):
         n_layers: int = ModelOptions.n_layers,
         dropout: float = ModelOptions.dropout,
         resample_points: int | None = ModelOptions.resample_points,
+        step_width: int | None = ModelOptions.step_width,
         revin_affine: bool = ModelOptions.revin_affine,
         group_size: int = TrainingOptions.group_size,
         scored_series: int = TrainingOptions.scored_series,

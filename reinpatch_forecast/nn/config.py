@@ -55,6 +55,9 @@ class BackboneConfig:
         ``P``: points each patch's raw values are area-resampled to for its shape token;
         ``None``: the grid's patch length ``ceil(R)`` (set by :class:`ReinPatchConfig`), so a
         uniform patch keeps every value and a longer one is low-passed, never aliased.
+    step_width
+        ``k``: features per time step of the time-aligned readout; the head reads ``L * k``
+        of them. ``None``: ``max(1, d_model // P)`` (see :attr:`ReinPatchConfig.step_width`).
     """
 
     d_model: int = 64
@@ -63,12 +66,14 @@ class BackboneConfig:
     ff_multiplier: int = 2
     dropout: float = 0.1
     resample_points: int | None = None
+    step_width: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("d_model", "n_heads", "n_layers", "ff_multiplier"):
             _check_positive_int(name, getattr(self, name))
-        if self.resample_points is not None:
-            _check_positive_int("resample_points", self.resample_points)
+        for name in ("resample_points", "step_width"):
+            if getattr(self, name) is not None:
+                _check_positive_int(name, getattr(self, name))
         if self.d_model % self.n_heads != 0:
             raise ReinPatchInputError(
                 f"d_model={self.d_model} must be divisible by n_heads={self.n_heads}."
@@ -315,11 +320,14 @@ class ReinPatchConfig:
 
     @property
     def step_width(self) -> int:
-        """``k``: features per time step of the time-aligned readout, ``max(1, d // P)``.
+        """``k``: features per time step of the time-aligned readout: the backbone's
+        ``step_width`` if set, else ``max(1, d // P)``.
 
-        The head then reads ``L * k`` features, as many as a head over the ``N * d`` token
-        features of the uniform grid of ``P``-step patches.
+        By default the head reads ``L * k`` features, as many as a head over the ``N * d``
+        token features of the uniform grid of ``P``-step patches.
         """
+        if self.backbone.step_width is not None:
+            return self.backbone.step_width
         return max(1, self.backbone.d_model // self.backbone.resample_points)
 
     @property

@@ -252,6 +252,7 @@ class ReinPatchForecaster(BaseForecaster):
         n_layers: int = ModelOptions.n_layers,
         dropout: float = ModelOptions.dropout,
         resample_points: int | None = ModelOptions.resample_points,
+        step_width: int | None = ModelOptions.step_width,
         revin_affine: bool = ModelOptions.revin_affine,
         group_size: int = TrainingOptions.group_size,
         scored_series: int = TrainingOptions.scored_series,
@@ -278,6 +279,7 @@ class ReinPatchForecaster(BaseForecaster):
         self.n_layers = n_layers
         self.dropout = dropout
         self.resample_points = resample_points
+        self.step_width = step_width
         self.revin_affine = revin_affine
         self.group_size = group_size
         self.scored_series = scored_series

@@ -300,6 +300,7 @@ def test_frozen_learned_patcher_trains_the_backbone_on_its_decoded_boundaries():
         (dict(input_length=1, compression_rate=1), "input_length must be an integer >= 2"),
         (dict(input_length=(12, 24)), "input_length must be an integer >= 2"),
         (dict(revin_affine="yes"), "revin_affine must be True or False"),
+        (dict(step_width=0), "step_width must be an integer >= 1"),
     ],
 )
 def test_config_errors(overrides, match):
@@ -316,6 +317,21 @@ def test_config_accepts_group_one_for_rule_patchers_and_budget():
     assert cfg.backbone.resample_points == 5
     assert config(group_size=1).training.group_size == 1
     assert ReinPatchConfig(**cfg.to_dict()) == cfg
+
+
+def test_step_width_sets_the_features_the_head_reads():
+    """The head reads L * k step features: k = d // P by default, the given step_width else;
+    a narrower head forecasts all the same (shapes and finite values)."""
+    default = network()
+    assert default.config.step_width == 16 // 4
+    assert default.backbone.head.in_features == 32 * 4
+    narrow = network(step_width=1)
+    assert narrow.config.step_width == 1
+    assert narrow.backbone.head.in_features == 32
+    assert narrow.backbone.skip_projection.out_features == 1
+    out = narrow(torch.randn(B, L, C))
+    assert out.shape == default(torch.randn(B, L, C)).shape
+    assert bool(torch.isfinite(out).all())
 
 
 # -- RevIN ---------------------------------------------------------------------------------------
