@@ -299,8 +299,13 @@ RECIPES = {
     "AdamW (weight decay 0.05)": {"optimizer_cls": "AdamW",
                                   "optimizer_kwargs": {"weight_decay": 0.05}},
     "dropout 0.2": {"dropout": 0.2},
+    "dropout 0.3": {"dropout": 0.3},
+    "step width 4": {"step_width": 4},
+    "Adam, lr 3e-4": {"lr": 3e-4},
 }
-RECIPE_MODELS = {name: reinpatch(["recipe"], patcher="learned", compression_rate=8, **options)
+RECIPE_MODELS = {name: {**reinpatch(["recipe"], patcher="learned", compression_rate=8,
+                                    **{k: v for k, v in options.items() if k != "lr"}),
+                        **({"lr": options["lr"]} if "lr" in options else {})}
                  for name, options in RECIPES.items()}
 RECIPE_MODELS.update({f"{p} lr=0.001": {"family": p, "lr": 1e-3, "kwargs": {}, "tags": [p]}
                       for p in ("dlinear", "tsmixer")})
