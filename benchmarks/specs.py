@@ -302,9 +302,13 @@ RECIPES = {
     "dropout 0.3": {"dropout": 0.3},
     "step width 4": {"step_width": 4},
     "Adam, lr 3e-4": {"lr": 3e-4},
+    **{f"Adam, lr x0.8 an epoch, dropout {p}": {"lr_scheduler_cls": "ExponentialLR",
+                                                "lr_scheduler_kwargs": {"gamma": 0.8},
+                                                "dropout": p} for p in (0.2, 0.3)},
 }
-RECIPE_MODELS = {name: {**reinpatch(["recipe"], patcher="learned", compression_rate=8,
-                                    **{k: v for k, v in options.items() if k != "lr"}),
+RECIPE_MODELS = {name: {**reinpatch(["recipe"], **{"patcher": "learned", "compression_rate": 8,
+                                                   **{k: v for k, v in options.items()
+                                                      if k != "lr"}}),
                         **({"lr": options["lr"]} if "lr" in options else {})}
                  for name, options in RECIPES.items()}
 RECIPE_MODELS.update({f"{p} lr=0.001": {"family": p, "lr": 1e-3, "kwargs": {}, "tags": [p]}
