@@ -220,7 +220,7 @@ def build_model(run: dict, work_dir: Path, progress: bool):
     kwargs = dict(run["kwargs"])
     common["optimizer_kwargs"].update(kwargs.pop("optimizer_kwargs", {}))
     for key, module in (("optimizer_cls", "optim"), ("lr_scheduler_cls", "optim.lr_scheduler")):
-        if key in kwargs:  # a class of torch.optim named in the record
+        if isinstance(kwargs.get(key), str):  # a class of torch.optim named in the record
             kwargs[key] = getattr(importlib.import_module(f"torch.{module}"), kwargs[key])
     if isinstance(kwargs.get("compression_rate"), list):
         kwargs["compression_rate"] = tuple(kwargs["compression_rate"])

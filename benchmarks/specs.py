@@ -306,7 +306,12 @@ RECIPES = {
                                                 "lr_scheduler_kwargs": {"gamma": 0.8},
                                                 "dropout": p} for p in (0.2, 0.3)},
 }
+#: The recipe validation picked (the package's defaults), with uniform patches and at R = 16.
+RECIPE = "Adam, lr x0.8 an epoch, dropout 0.2"
+RECIPES.update({f"uniform, {RECIPE[5:]}": {**RECIPES[RECIPE], "patcher": "uniform"},
+                f"{RECIPE}, R=16": {**RECIPES[RECIPE], "compression_rate": 16}})
 RECIPE_MODELS = {name: {**reinpatch(["recipe"], **{"patcher": "learned", "compression_rate": 8,
+                                                   "lr_scheduler_cls": None,  # darts' constant
                                                    **{k: v for k, v in options.items()
                                                       if k != "lr"}}),
                         **({"lr": options["lr"]} if "lr" in options else {})}

@@ -92,7 +92,8 @@ class ModelOptions:
     d_model: int = _option(64, "Width of the Transformer.", "int", metavar="D")
     n_heads: int = _option(4, "Attention heads.", "int")
     n_layers: int = _option(2, "Transformer layers.", "int")
-    dropout: float = _option(0.1, "Dropout rate.", "float", metavar="P")
+    dropout: float = _option(0.2, "Dropout rate (encoder layers and the head's input).",
+                             "float", metavar="P")
     resample_points: int | None = _option(
         None, "Points each patch is resampled to (area resampling) for its shape token; "
         "``None``: ``ceil(compression_rate)``, every value of a uniform patch.", "int or None",
@@ -154,6 +155,9 @@ class PretrainingDefaults:
     max_windows_per_series: int | None = 256
     d_model: int = 32
     n_layers: int = 1
+    #: The throwaway backbone's dropout; it trains at a constant learning rate (no schedule),
+    #: the recipe the shipped patcher was pretrained with.
+    dropout: float = 0.1
 
 
 #: The one instance of :class:`PretrainingDefaults`.

@@ -76,11 +76,11 @@ def test_cli_flags_parse_into_the_options():
     args = build_parser().parse_args([
         "fit", "--csv", "x.csv", "--target", "OT", "--lookback", "48", "--horizon", "12",
         "--out", "m.pt", "--compression-rate", "4,2", "--levels", "2", "--revin-affine",
-        "--group-size", "2", "--kl-coef", "0", "--patcher-lr", "0.01", "--dropout", "0.2",
+        "--group-size", "2", "--kl-coef", "0", "--patcher-lr", "0.01", "--dropout", "0.3",
     ])
     model, training = options_from(vars(args))
     assert model == ModelOptions(compression_rate=(4.0, 2.0), levels=2, revin_affine=True,
-                                 dropout=0.2)
+                                 dropout=0.3)
     assert training == TrainingOptions(group_size=2, kl_coef=0.0, patcher_lr=0.01)
 
 

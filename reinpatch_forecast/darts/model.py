@@ -246,6 +246,12 @@ class _ReinPatchModule(PLForecastingModule):
         return [optimizer], {"scheduler": scheduler, **settings}
 
 
+#: The learning-rate schedule of a model built without ``lr_scheduler_cls``: the rate (of
+#: both parameter groups) is multiplied by ``gamma`` after every epoch. Chosen by validation
+#: over the benchmark datasets against darts' constant rate (see the tuning page of the
+#: documentation); it needs no number of epochs, so it suits early stopping and resumed fits.
+DEFAULT_LR_SCHEDULE = (torch.optim.lr_scheduler.ExponentialLR, {"gamma": 0.8})
+
 #: darts' Lightning settings of a learning-rate scheduler (``PLForecastingModule``).
 _SCHEDULER_DEFAULTS = {"monitor": "val_loss", "interval": "epoch", "frequency": 1,
                        "strict": True, "name": None}
@@ -337,7 +343,9 @@ class ReinPatchModel(MixedCovariatesTorchModel):
         see the `darts documentation
         <https://unit8co.github.io/darts/generated_api/darts.models.forecasting.torch_forecasting_model.html>`_.
         ``use_reversible_instance_norm`` is not accepted: the network normalises every series
-        itself.
+        itself. Without ``lr_scheduler_cls``, the learning rate decays by a factor 0.8 after
+        every epoch (``ExponentialLR``; ``lr_scheduler_kwargs={"gamma": ...}`` sets the
+        factor); ``lr_scheduler_cls=None`` keeps darts' constant rate.
 
     Notes
     -----
@@ -433,6 +441,11 @@ class ReinPatchModel(MixedCovariatesTorchModel):
             create_run_folder(torch_params.get("work_dir", _DEFAULT_WORK_DIR),
                               torch_params["model_name"])
         super().__init__(**torch_params)
+        if "lr_scheduler_cls" not in pl_module_params:  # given, even as None, it stays
+            scheduler_cls, settings = DEFAULT_LR_SCHEDULE
+            pl_module_params["lr_scheduler_cls"] = scheduler_cls
+            pl_module_params["lr_scheduler_kwargs"] = {
+                **settings, **(pl_module_params.get("lr_scheduler_kwargs") or {})}
         self.pl_module_params = pl_module_params
         self.trainer_params = trainer_kwargs(self.trainer_params,
                                              given=kwargs.get("pl_trainer_kwargs") or {},

@@ -225,8 +225,9 @@ def pretrain_patcher(
         input_chunk_length=input_chunk_length, output_chunk_length=output_chunk_length,
         compression_rate=compression_rate, patcher="learned", patcher_init=initial,
         group_size=group_size, kl_coef=kl_coef, d_model=d_model, n_layers=n_layers,
-        batch_size=batch_size, n_epochs=n_epochs,
-        optimizer_kwargs={"lr": learning_rate}, random_state=random_state,
+        dropout=PRETRAINING.dropout, batch_size=batch_size, n_epochs=n_epochs,
+        optimizer_kwargs={"lr": learning_rate}, lr_scheduler_cls=None,
+        random_state=random_state,
         pl_trainer_kwargs=trainer_kwargs,
     )
     model.fit(train, val_series=val, max_samples_per_ts=max_windows_per_series,

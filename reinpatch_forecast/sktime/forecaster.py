@@ -142,7 +142,8 @@ class ReinPatchForecaster(BaseForecaster):
         Training epochs in ``fit``, in ``update`` with ``update_params=True``, and in each
         ``pretrain`` call.
     learning_rate : float, default=1e-3
-        Learning rate of the backbone (darts ``optimizer_kwargs={"lr": ...}``).
+        Initial learning rate of the backbone (darts ``optimizer_kwargs={"lr": ...}``); as
+        in the darts model, it decays by a factor 0.8 after every epoch.
     likelihood : str or None, default=None
         ``None`` trains on the MSE and gives point forecasts only; ``"quantile"`` (quantile
         regression on ``quantiles``) or ``"gaussian"`` make the forecaster probabilistic:

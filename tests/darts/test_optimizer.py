@@ -13,7 +13,8 @@ def _group_ids(optimizer) -> list[set[int]]:
 
 
 def test_the_patcher_trains_in_its_own_group_at_3x_the_rate(make_model, series):
-    model = make_model(TINY_DARTS, optimizer_kwargs={"lr": 2e-3}).fit(series)
+    model = make_model(TINY_DARTS, optimizer_kwargs={"lr": 2e-3},
+                       lr_scheduler_cls=None).fit(series)
     (optimizer,) = model.trainer.optimizers
     assert isinstance(optimizer, torch.optim.Adam)
     network = model.model.network
@@ -36,6 +37,27 @@ def test_a_scheduler_steps_both_groups_with_darts_settings(make_model, series):
     assert (config.interval, config.frequency, config.monitor) == ("epoch", 2, "val_loss")
     # two epochs, one scheduler step (every second epoch): both rates halved once
     assert [group["lr"] for group in optimizer.param_groups] == pytest.approx([5e-4, 2e-3])
+
+
+def test_by_default_both_rates_decay_by_0_8_an_epoch(make_model, series):
+    model = make_model(TINY_DARTS, n_epochs=2, optimizer_kwargs={"lr": 1e-3}).fit(series)
+    (optimizer,) = model.trainer.optimizers
+    (config,) = model.trainer.lr_scheduler_configs
+    assert isinstance(config.scheduler, torch.optim.lr_scheduler.ExponentialLR)
+    assert (config.interval, config.frequency) == ("epoch", 1)
+    assert [group["lr"] for group in optimizer.param_groups] == pytest.approx(
+        [1e-3 * 0.8**2, 3e-3 * 0.8**2])
+
+
+def test_the_default_schedule_takes_a_given_factor_and_none_keeps_the_rate(make_model,
+                                                                            series):
+    faster = make_model(TINY_DARTS, lr_scheduler_kwargs={"gamma": 0.5}).fit(series)
+    (optimizer,) = faster.trainer.optimizers
+    assert [group["lr"] for group in optimizer.param_groups] == pytest.approx([5e-4, 1.5e-3])
+    constant = make_model(TINY_DARTS, lr_scheduler_cls=None).fit(series)
+    assert constant.trainer.lr_scheduler_configs == []
+    (optimizer,) = constant.trainer.optimizers
+    assert [group["lr"] for group in optimizer.param_groups] == pytest.approx([1e-3, 3e-3])
 
 
 def test_a_frozen_patcher_has_no_group(make_model, series):
