@@ -309,7 +309,9 @@ RECIPES = {
 #: The recipe validation picked (the package's defaults), with uniform patches and at R = 16.
 RECIPE = "Adam, lr x0.8 an epoch, dropout 0.2"
 RECIPES.update({f"uniform, {RECIPE[5:]}": {**RECIPES[RECIPE], "patcher": "uniform"},
-                f"{RECIPE}, R=16": {**RECIPES[RECIPE], "compression_rate": 16}})
+                f"{RECIPE}, R=16": {**RECIPES[RECIPE], "compression_rate": 16},
+                **{f"{RECIPE}, step width {k}": {**RECIPES[RECIPE], "step_width": k}
+                   for k in (1, 2)}})
 RECIPE_MODELS = {name: {**reinpatch(["recipe"], **{"patcher": "learned", "compression_rate": 8,
                                                    "lr_scheduler_cls": None,  # darts' constant
                                                    **{k: v for k, v in options.items()
