@@ -287,39 +287,36 @@ SYNTHETIC_VARIANTS = {
 SYNTHETIC_MODELS = {name: {"family": "network", "kwargs": {**kwargs, **FLATTEN}, "tags": [name],
                            "reference": "uniform"} for name, kwargs in SYNTHETIC_VARIANTS.items()}
 
+
+def _decay(gamma: float, **options: Any) -> dict[str, Any]:
+    """Options of a learning rate multiplied by ``gamma`` after every epoch."""
+    return {"lr_scheduler_cls": "ExponentialLR", "lr_scheduler_kwargs": {"gamma": gamma},
+            **options}
+
+
+#: The recipe validation picked (the package's defaults).
+RECIPE = "Adam, lr x0.8 an epoch, dropout 0.2"
 #: Training recipes of the default model (learned patcher, R = 8): row -> ``make_model``
 #: options. ``optimizer_cls`` and ``lr_scheduler_cls`` name classes of ``torch.optim`` and
 #: ``torch.optim.lr_scheduler`` (records hold names); darts steps a scheduler once an epoch.
 RECIPES = {
-    "Adam, constant lr": {},
-    "Adam, lr x0.5 an epoch": {"lr_scheduler_cls": "ExponentialLR",
-                               "lr_scheduler_kwargs": {"gamma": 0.5}},
-    "Adam, lr x0.8 an epoch": {"lr_scheduler_cls": "ExponentialLR",
-                               "lr_scheduler_kwargs": {"gamma": 0.8}},
+    "Adam, constant lr": {}, "Adam, lr x0.5 an epoch": _decay(0.5),
+    "Adam, lr x0.8 an epoch": _decay(0.8), "Adam, lr 3e-4": {"lr": 3e-4},
     "AdamW (weight decay 0.05)": {"optimizer_cls": "AdamW",
                                   "optimizer_kwargs": {"weight_decay": 0.05}},
-    "dropout 0.2": {"dropout": 0.2},
-    "dropout 0.3": {"dropout": 0.3},
-    "step width 4": {"step_width": 4},
-    "Adam, lr 3e-4": {"lr": 3e-4},
-    **{f"Adam, lr x0.8 an epoch, dropout {p}": {"lr_scheduler_cls": "ExponentialLR",
-                                                "lr_scheduler_kwargs": {"gamma": 0.8},
-                                                "dropout": p} for p in (0.2, 0.3)},
+    **{f"dropout {p}": {"dropout": p} for p in (0.2, 0.3)}, "step width 4": {"step_width": 4},
+    **{f"Adam, lr x0.8 an epoch, dropout {p}": _decay(0.8, dropout=p) for p in (0.2, 0.3)},
+    # the recipe with uniform patches, with fewer tokens and with narrower step features
+    f"uniform, {RECIPE[5:]}": _decay(0.8, dropout=0.2, patcher="uniform"),
+    f"{RECIPE}, R=16": _decay(0.8, dropout=0.2, compression_rate=16),
+    **{f"{RECIPE}, step width {k}": _decay(0.8, dropout=0.2, step_width=k) for k in (1, 2)},
 }
-#: The recipe validation picked (the package's defaults), with uniform patches and at R = 16.
-RECIPE = "Adam, lr x0.8 an epoch, dropout 0.2"
-RECIPES.update({f"uniform, {RECIPE[5:]}": {**RECIPES[RECIPE], "patcher": "uniform"},
-                f"{RECIPE}, R=16": {**RECIPES[RECIPE], "compression_rate": 16},
-                **{f"{RECIPE}, step width {k}": {**RECIPES[RECIPE], "step_width": k}
-                   for k in (1, 2)}})
 RECIPE_MODELS = {name: {**reinpatch(["recipe"], **{"patcher": "learned", "compression_rate": 8,
                                                    "lr_scheduler_cls": None,  # darts' constant
                                                    **{k: v for k, v in options.items()
                                                       if k != "lr"}}),
                         **({"lr": options["lr"]} if "lr" in options else {})}
                  for name, options in RECIPES.items()}
-RECIPE_MODELS.update({f"{p} lr=0.001": {"family": p, "lr": 1e-3, "kwargs": {}, "tags": [p]}
-                      for p in ("dlinear", "tsmixer")})
 
 # -- experiments -------------------------------------------------------------------------------
 
