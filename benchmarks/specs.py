@@ -307,7 +307,7 @@ RECIPES = {
     **{f"dropout {p}": {"dropout": p} for p in (0.2, 0.3)}, "step width 4": {"step_width": 4},
     **{f"Adam, lr x0.8 an epoch, dropout {p}": _decay(0.8, dropout=p) for p in (0.2, 0.3)},
     # the recipe with uniform patches, with fewer tokens and with narrower step features
-    f"uniform, {RECIPE[5:]}": _decay(0.8, dropout=0.2, patcher="uniform"),
+    f"uniform, {RECIPE.removeprefix('Adam, ')}": _decay(0.8, dropout=0.2, patcher="uniform"),
     f"{RECIPE}, R=16": _decay(0.8, dropout=0.2, compression_rate=16),
     **{f"{RECIPE}, step width {k}": _decay(0.8, dropout=0.2, step_width=k) for k in (1, 2)},
 }
