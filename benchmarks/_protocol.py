@@ -121,31 +121,9 @@ def evaluate_windows(
 
 
 def repeat_forecast(x: np.ndarray, horizon: int) -> np.ndarray:
-    """The Repeat baseline: the last input value of each channel, repeated ``H`` times.
-
-    Parameters
-    ----------
-    x
-        Shape ``(b, L, C)``.
-    horizon
-        ``H``.
-
-    Returns
-    -------
-    numpy.ndarray
-        Shape ``(b, H, C)``, same dtype as ``x``.
-
-    Raises
-    ------
-    ValueError
-        ``x`` is not 3-D or ``H < 1``.
-    """
-    x = np.asarray(x)
-    if x.ndim != 3:
-        raise ValueError(f"x must have shape (b, L, C), got shape {x.shape}.")
-    if int(horizon) < 1:
-        raise ValueError(f"horizon must be >= 1, got {horizon}.")
-    return np.repeat(x[:, -1:, :], int(horizon), axis=1)
+    """The Repeat baseline, ``(b, L, C) -> (b, H, C)``: the last input value of each channel
+    repeated ``H`` times (the seasonal naive forecast of period 1)."""
+    return seasonal_naive_forecast(x, horizon, 1)
 
 
 def seasonal_naive_forecast(x: np.ndarray, horizon: int, period: int) -> np.ndarray:

@@ -25,6 +25,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import RESULTS, git_commit, utc_now, write_csv, write_markdown  # noqa: E402
+from tables import markdown_table  # noqa: E402
 
 from reinpatch_forecast.cli.demo import run_spike_task  # noqa: E402
 from reinpatch_forecast.nn import ReinPatchConfig, ReinPatchNetwork  # noqa: E402
@@ -116,21 +117,11 @@ def report(out_dir: Path) -> None:
         "window, at L = H = 96, 7 channels, R = 8, d = 64, 2 layers; the backbone is the "
         f"whole uniform-patch network ({uniform_flops:.2f} MFLOP per window). Spike task: the "
         "demo's (`reinpatch-forecast demo`), test MSE over 2,000 windows, mean and standard "
-        "deviation over seeds; `x uniform`: the ratio to uniform patches' mean (same threads); "
-        f"`scored`: the series of each batch of {BATCH} a GRPG step scores.",
+        "deviation over seeds; `x_uniform`: the ratio to uniform patches' mean (same threads); "
+        f"`scored_series`: the series of each batch of {BATCH} a GRPG step scores.",
         "",
-        "| size | scored | G | steps | threads | seeds | spike MSE | std | x uniform | near spike "
-        "| patcher MFLOP | patcher x backbone | network MFLOP | train s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        markdown_table(table, [field for field in fields if field not in ("commit", "date")]),
     ]
-    for row in table:
-        lines.append(
-            f"| {row['size']} | {row['scored_series']} | {row['group_size']} | {row['steps']} | "
-            f"{row['threads']} | {row['seeds']} | "
-            f"{row['spike_mse']:.4f} | {row['spike_mse_std']:.4f} | {row['x_uniform']:.3f} | "
-            f"{row['near_spike']:.3f} | {row['patcher_mflop']:.2f} | "
-            f"{row['patcher_x_backbone']:.3f} | {row['network_mflop']:.2f} | "
-            f"{row['train_seconds']:.1f} |")
     write_markdown(out_dir / "patcher_size.md", lines)
     print((out_dir / "patcher_size.md").read_text())
 

@@ -225,6 +225,8 @@ def build_model(run: dict, work_dir: Path, progress: bool):
     if isinstance(kwargs.get("compression_rate"), list):
         kwargs["compression_rate"] = tuple(kwargs["compression_rate"])
     if run["family"] == "reinpatch":
+        # a record that names no schedule ran at darts' constant rate (the default back then)
+        kwargs.setdefault("lr_scheduler_cls", None)
         settings = kwargs.pop("patcher_settings", None)
         if settings:  # a new learned patcher with other density-policy settings
             import torch
@@ -376,7 +378,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seeds", nargs="+", type=int)
     parser.add_argument("--budget", choices=sorted(BUDGETS), help="default: the spec's")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
-    parser.add_argument("--shard", default=None, help="i/n: every n-th planned run from the i-th")
     parser.add_argument("--data-dir", default=str(DEFAULT_DATA))
     parser.add_argument("--out-dir", type=Path, default=RESULTS)
     parser.add_argument("--dry-run", action="store_true", help="print the plan, run nothing")
@@ -391,15 +392,11 @@ def main(argv: list[str] | None = None) -> None:
             report(name, args.out_dir)
         return
     import torch
-
     if args.threads < 1:
         raise SystemExit(f"--threads must be >= 1, got {args.threads}")
     torch.set_num_threads(args.threads)
     name, experiment = args.experiment, EXPERIMENTS[args.experiment]
     runs = plan(name, args)
-    if args.shard:
-        index, count = (int(part) for part in args.shard.split("/"))
-        runs = runs[index::count]
     results = args.out_dir / f"{name}_runs.jsonl"
     code = commit()  # the code this process loaded, wherever the branch moves meanwhile
     data: dict[tuple, Data] = {}

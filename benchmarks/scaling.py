@@ -52,6 +52,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import RESULTS, git_commit, utc_now, write_csv, write_markdown  # noqa: E402
+from tables import markdown_table  # noqa: E402
 
 LOOKBACKS = (96, 512, 1024, 2048, 4096)
 RATES = (8, 32)
@@ -354,16 +355,13 @@ def write(rows: list[dict], command: str, threads: int, machine: str, out_dir: P
         "Least-squares slope of log time on log L over every lookback, and in brackets over "
         "the three longest (fixed costs, such as darts' per-call overhead in `predict`, "
         "flatten the slope over short windows, so the bracket is the asymptotic one). A pure "
-        "N² term has k = 2 at fixed R (N = L / R); linear work has k = 1.",
+        "N² term has k = 2 at fixed R (N = L / R); linear work has k = 1; the attention "
+        "holds the N² part, the rest the readout, tokeniser and head.",
         "",
-        "| patcher | R | train step | predict | forward | patcher | attention (N² part) | "
-        "rest (readout, tokeniser, head) |",
-        "|---|---|---|---|---|---|---|---|",
+        markdown_table([{"patcher": e["patcher"], "R": e["rate"], **{
+            m: f"{_fmt(e[m], '.2f')} ({_fmt(e[m + '_tail'], '.2f')})" for m in TIMES}}
+            for e in found], ["patcher", "R", *TIMES]),
     ]
-    for e in found:
-        cells = " | ".join(f"{_fmt(e[m], '.2f')} ({_fmt(e[m + '_tail'], '.2f')})"
-                           for m in TIMES)
-        lines.append(f"| {e['patcher']} | {e['rate']} | {cells} |")
     write_markdown(out_dir / "scaling.md", lines)
     print((out_dir / "scaling.md").read_text())
     return found

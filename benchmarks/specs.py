@@ -290,8 +290,7 @@ SYNTHETIC_MODELS = {name: {"family": "network", "kwargs": {**kwargs, **FLATTEN},
 
 def _decay(gamma: float, **options: Any) -> dict[str, Any]:
     """Options of a learning rate multiplied by ``gamma`` after every epoch."""
-    return {"lr_scheduler_cls": "ExponentialLR", "lr_scheduler_kwargs": {"gamma": gamma},
-            **options}
+    return {"lr_scheduler_cls": "ExponentialLR", "lr_scheduler_kwargs": {"gamma": gamma}, **options}
 
 
 #: The recipe validation picked (the package's defaults).
@@ -306,10 +305,11 @@ RECIPES = {
                                   "optimizer_kwargs": {"weight_decay": 0.05}},
     **{f"dropout {p}": {"dropout": p} for p in (0.2, 0.3)}, "step width 4": {"step_width": 4},
     **{f"Adam, lr x0.8 an epoch, dropout {p}": _decay(0.8, dropout=p) for p in (0.2, 0.3)},
-    # the recipe with uniform patches, with fewer tokens and with narrower step features
+    # the recipe with uniform patches, fewer tokens, a lower rate, narrower step features
     f"uniform, {RECIPE.removeprefix('Adam, ')}": _decay(0.8, dropout=0.2, patcher="uniform"),
-    f"{RECIPE}, R=16": _decay(0.8, dropout=0.2, compression_rate=16),
-    **{f"{RECIPE}, step width {k}": _decay(0.8, dropout=0.2, step_width=k) for k in (1, 2)},
+    **{f"{RECIPE}, {name}": _decay(0.8, dropout=0.2, **options) for name, options in [
+        ("R=16", {"compression_rate": 16}), ("lr 3e-4", {"lr": 3e-4}),
+        *((f"step width {k}", {"step_width": k}) for k in (1, 2))]},
 }
 RECIPE_MODELS = {name: {**reinpatch(["recipe"], **{"patcher": "learned", "compression_rate": 8,
                                                    "lr_scheduler_cls": None,  # darts' constant

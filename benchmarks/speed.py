@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import (RESULTS, git_commit, median_seconds, utc_now, write_csv,  # noqa: E402
                      write_markdown)
+from tables import markdown_table  # noqa: E402
 
 from reinpatch_forecast._lightning import quiet_lightning, quiet_trainer_kwargs  # noqa: E402
 
@@ -361,32 +362,20 @@ def write(rows: list[dict], scaling: list[dict], parts: dict[str, float], flops:
         f"`x uniform`, `x TSMixer`: ratio to the uniform-patch network and to darts' TSMixer "
         f"(step time; predict throughput on batches of {PREDICT_BATCH} windows).",
         "",
-        "| model | params | train step (ms) | x uniform | x TSMixer | train windows/s | "
-        "predict windows/s | x uniform | x TSMixer | peak RSS (MB) |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        markdown_table(rows, ["name", "params", "train_step_ms", "step_x_uniform",
+                              "step_x_tsmixer", "train_windows_per_s", "predict_windows_per_s",
+                              "predict_x_uniform", "predict_x_tsmixer", "peak_rss_mb"]),
     ]
-    for row in rows:
-        lines.append(
-            f"| {row['name']} | {row['params']:,} | {row['train_step_ms']:.1f} | "
-            f"{row['step_x_uniform']:.2f} | {row['step_x_tsmixer']:.2f} | "
-            f"{row['train_windows_per_s']:.0f} | {row['predict_windows_per_s']:.0f} | "
-            f"{row['predict_x_uniform']:.2f} | {row['predict_x_tsmixer']:.2f} | "
-            f"{row['peak_rss_mb']:.0f} |".replace("nan", "-")
-        )
+    at = {(r["lookback"], r["patcher"]): r for r in scaling}
+    steps = [{"L": length, "learned step (ms)": at[length, "learned"]["train_step_ms"],
+              "uniform step (ms)": at[length, "uniform"]["train_step_ms"],
+              "learned x uniform": at[length, "learned"]["step_x_uniform"],
+              **{f"{p} x (L=96)": at[length, p]["train_step_ms"] / at[96, p]["train_step_ms"]
+                 for p in ("learned", "uniform")},
+              "learned predict windows/s": at[length, "learned"]["predict_windows_per_s"]}
+             for length in sorted({r["lookback"] for r in scaling})]
     lines += ["", "## Scaling with the lookback (R = 8, so N = L / 8; learned = the default)",
-              "", "| L | learned step (ms) | uniform step (ms) | learned x uniform | "
-              "learned x (L=96) | uniform x (L=96) | learned predict windows/s |",
-              "|---|---|---|---|---|---|---|"]
-    base = next(r for r in scaling if r["lookback"] == 96 and r["patcher"] == "learned")
-    base_uniform = next(r for r in scaling if r["lookback"] == 96 and r["patcher"] == "uniform")
-    for length in sorted({r["lookback"] for r in scaling}):
-        learned = next(r for r in scaling if r["lookback"] == length and r["patcher"] == "learned")
-        uni = next(r for r in scaling if r["lookback"] == length and r["patcher"] == "uniform")
-        lines.append(f"| {length} | {learned['train_step_ms']:.1f} | {uni['train_step_ms']:.1f} | "
-                     f"{learned['step_x_uniform']:.2f} | "
-                     f"{learned['train_step_ms'] / base['train_step_ms']:.2f} | "
-                     f"{uni['train_step_ms'] / base_uniform['train_step_ms']:.2f} | "
-                     f"{learned['predict_windows_per_s']:.0f} |")
+              "", markdown_table(steps, list(steps[0]))]
     whole = parts["whole training step"]
     lines += ["", "## Where the default GRPG step (L = 96) spends its time", "",
               "Each part timed alone on the step's own tensors, in this process (so shares need "

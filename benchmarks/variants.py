@@ -26,14 +26,9 @@ Entry points
     With no ablation asked it returns the package's plain ``ReinPatchModel``; otherwise a
     :class:`VariantModel`.
 ``make_network(patcher=None, **config_kwargs)``
-    A pure-PyTorch network (what the synthetic tasks and the speed benchmark train directly).
-    It takes the flat keyword arguments of the network configuration: ``input_length``,
-    ``output_length``, ``n_channels``, ``compression_rate``, ``levels``, ``budget``,
-    ``nr_params``, ``revin``, ``revin_affine``, the backbone sizes (``d_model``, ``n_heads``,
-    ``n_layers``, ``ff_multiplier``, ``dropout``, ``resample_points``), the patcher
-    (``patcher`` as a name, ``patcher_hidden_size``, ``patcher_layers``,
-    ``patcher_kernel_size``, ``patcher_options``), GRPG (``group_size``, ``kl_coef``) and the
-    ablation arguments; a ``Patcher`` object as ``patcher`` is used as it is. It returns a
+    A pure-PyTorch network (what the synthetic tasks and the speed benchmark train directly)
+    from the flat fields of :class:`~reinpatch_forecast.nn.ReinPatchConfig` and the ablation
+    arguments (a ``Patcher`` object as ``patcher`` is used as it is): the package's
     :class:`~reinpatch_forecast.nn.ReinPatchNetwork` when no ablation is asked, a
     :class:`VariantNetwork` otherwise.
 ``make_patcher(name="learned", policy="density", offset_penalty=1.0, **kwargs)``

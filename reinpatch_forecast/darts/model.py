@@ -24,7 +24,7 @@ import contextlib
 import importlib.util
 import inspect
 import os
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -111,6 +111,40 @@ def _as_monte_carlo_dropout(network: torch.nn.Module) -> None:
             setattr(network.get_submodule(parent), attribute, replacement)
 
 
+class _WithPatcherGroup:
+    """darts' ``optimizer_cls`` over the network's two parameter groups.
+
+    darts builds the optimizer as ``optimizer_cls(params=module.parameters(), **kwargs)``; this
+    builds it over the backbone's trainable parameters (at the optimizer's ``lr``) and, when the
+    patcher trains, the patcher's (at ``patcher_lr``, by default 3x ``lr``). darts' scheduler
+    then steps both groups. A class, not a closure, so that the module pickles (``ddp_spawn``).
+    """
+
+    def __init__(self, optimizer_cls: type[torch.optim.Optimizer], network: ReinPatchNetwork,
+                 patcher_lr: float | None) -> None:
+        self.optimizer_cls = optimizer_cls
+        self.network = network
+        self.patcher_lr = patcher_lr
+
+    def __call__(self, params: Iterable[torch.nn.Parameter], **kwargs) -> torch.optim.Optimizer:
+        groups = [{"params": self.network.backbone_parameters()}]
+        patcher = self.network.patcher_parameters()
+        if patcher:
+            lr = self.patcher_lr if self.patcher_lr is not None else 3.0 * kwargs.get("lr", 1e-3)
+            groups.append({"params": patcher, "lr": lr})
+        return self.optimizer_cls(groups, **kwargs)
+
+
+def _check_exportable(patcher_name: str) -> None:
+    """Refuse a patcher whose decode has no ONNX form, with the reason."""
+    if patcher_name in _NOT_EXPORTABLE:
+        raise ReinPatchInputError(
+            f"patcher={patcher_name!r} cannot be exported to ONNX: "
+            f"{_NOT_EXPORTABLE[patcher_name]}. The learned, pretrained and uniform patchers "
+            "export."
+        )
+
+
 class _ReinPatchModule(PLForecastingModule):
     """Lightning module: greedy boundaries in ``forward``, GRPG in ``training_step``.
 
@@ -149,7 +183,8 @@ class _ReinPatchModule(PLForecastingModule):
         _as_monte_carlo_dropout(self.network)
         if freeze_patcher:
             self.network.patcher.freeze()
-        self.patcher_lr = patcher_lr
+        # darts' configure_optimizers calls optimizer_cls(params=..., **optimizer_kwargs)
+        self.optimizer_cls = _WithPatcherGroup(self.optimizer_cls, self.network, patcher_lr)
 
     def _covariates(self, batch: PLModuleInput | TorchTrainingBatch) -> Covariates | None:
         """The batch's covariates: past ones and the history of future ones (both known over
@@ -168,8 +203,10 @@ class _ReinPatchModule(PLForecastingModule):
     # darts' abstract hook: the greedy (decoded) forecast, for validation and prediction.
     @io_processor
     def forward(self, x_in: PLModuleInput) -> PLModuleOutput:
-        x = x_in.past_target.to(self.dtype)  # (B, L, C)
-        return PLModuleOutput(prediction=self.network(x, self._covariates(x_in)))  # (B,H,C,Q)
+        x = x_in.past_target  # (B, L, C), in the dtype of the series
+        prediction = self.network(x.to(self.dtype), self._covariates(x_in))  # (B, H, C, Q)
+        # the network computes in its own dtype; forecasts come back in the series' dtype
+        return PLModuleOutput(prediction=prediction.to(x.dtype))
 
     # Lightning's hook, where darts computes one forecast's loss: GRPG needs a group of them.
     def training_step(self, train_batch: TorchTrainingBatch, batch_idx: int) -> torch.Tensor:
@@ -179,8 +216,8 @@ class _ReinPatchModule(PLForecastingModule):
         weights) of the decoded forecast; rewards are the same loss per series and patching.
         """
         x = train_batch.past_target.to(self.dtype)  # (B, L, C)
-        target = train_batch.future_target  # (B, H, C)
-        weight = train_batch.sample_weight
+        target = train_batch.future_target.to(self.dtype)  # (B, H, C)
+        weight = _cast(train_batch.sample_weight, self.dtype)
 
         def backbone_loss(prediction: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
             # prediction (B, H, C, Q)
@@ -226,25 +263,6 @@ class _ReinPatchModule(PLForecastingModule):
             "best=False) restores the last one."
         )
 
-    # Lightning's hook: darts' optimizer and scheduler, with the patcher in its own group.
-    def configure_optimizers(self):
-        """darts' ``optimizer_cls`` over two parameter groups (the patcher's learning rate is
-        ``patcher_lr``, by default 3x the optimizer's ``lr``), and darts' ``lr_scheduler_cls``
-        with its Lightning settings (``monitor``, ``interval``, ``frequency``, ``strict``,
-        ``name``: given in ``lr_scheduler_kwargs``, darts' defaults otherwise)."""
-        base_lr = self.optimizer_kwargs.get("lr", 1e-3)
-        groups = [{"params": self.network.backbone_parameters()}]
-        if self.network.patcher_parameters():
-            patcher_lr = self.patcher_lr if self.patcher_lr is not None else 3.0 * base_lr
-            groups.append({"params": self.network.patcher_parameters(), "lr": patcher_lr})
-        optimizer = self.optimizer_cls(groups, **self.optimizer_kwargs)
-        if self.lr_scheduler_cls is None:
-            return optimizer
-        kwargs = dict(self.lr_scheduler_kwargs)
-        settings = {key: kwargs.pop(key, default) for key, default in _SCHEDULER_DEFAULTS.items()}
-        scheduler = self.lr_scheduler_cls(optimizer=optimizer, **kwargs)
-        return [optimizer], {"scheduler": scheduler, **settings}
-
 
 #: The learning-rate schedule of a model built without ``lr_scheduler_cls``: the rate (of
 #: both parameter groups) is multiplied by ``gamma`` after every epoch. Chosen by validation
@@ -252,10 +270,9 @@ class _ReinPatchModule(PLForecastingModule):
 #: documentation); it needs no number of epochs, so it suits early stopping and resumed fits.
 DEFAULT_LR_SCHEDULE = (torch.optim.lr_scheduler.ExponentialLR, {"gamma": 0.8})
 
-#: darts' Lightning settings of a learning-rate scheduler (``PLForecastingModule``).
-_SCHEDULER_DEFAULTS = {"monitor": "val_loss", "interval": "epoch", "frequency": 1,
-                       "strict": True, "name": None}
-
+#: The Lightning precision of a model whose ``pl_trainer_kwargs`` give none, whatever the dtype
+#: of the series (darts derives float64 from float64 series).
+DEFAULT_PRECISION = "32-true"
 
 #: darts' default ``work_dir`` (fixed when darts is imported).
 _DEFAULT_WORK_DIR = inspect.signature(TorchForecastingModel.__init__).parameters["work_dir"].default
@@ -285,30 +302,6 @@ def _explained_load_errors(path: str) -> Iterator[None]:
         if type(error).__module__.startswith("darts") or isinstance(error, ValueError):
             raise
         raise load_error(path, error) from error
-
-
-def _as_dtype(series, dtype: np.dtype):
-    """``series`` (a series, a list of them, or ``None``) with values of ``dtype``."""
-    if series is None:
-        return None
-    if isinstance(series, TimeSeries):
-        return series if series.dtype == dtype else series.astype(dtype)
-    return [_as_dtype(s, dtype) for s in series]
-
-
-def _in_dtype_of(forecasts, series):
-    """``forecasts`` cast to the dtype of the series they forecast.
-
-    ``series`` is one series or a dtype (every forecast in ``forecasts``, a series or a nested
-    list of them, takes its dtype), or a list of series (``forecasts`` holds one entry per
-    series).
-    """
-    if isinstance(series, (TimeSeries, np.dtype)):
-        dtype = series if isinstance(series, np.dtype) else series.dtype
-        if isinstance(forecasts, TimeSeries):
-            return forecasts if forecasts.dtype == dtype else forecasts.astype(dtype)
-        return [_in_dtype_of(f, dtype) for f in forecasts]
-    return [_in_dtype_of(f, s) for f, s in zip(forecasts, series)]
 
 
 class ReinPatchModel(MixedCovariatesTorchModel):
@@ -364,13 +357,15 @@ class ReinPatchModel(MixedCovariatesTorchModel):
 
     A forecast comes back in the dtype of the series it forecasts, as with darts' own models
     (float32 or float64), from ``predict``, ``historical_forecasts`` and ``backtest`` alike. The
-    network computes in float32, about twice as fast as float64 on a CPU, so a float64 forecast
-    is the float32 forecast cast up; ``pl_trainer_kwargs={"precision": "64"}`` computes in
-    float64 throughout.
+    network computes in float32 (Lightning's precision ``"32-true"`` unless
+    ``pl_trainer_kwargs`` give one), about twice as fast as float64 on a CPU, so a float64
+    forecast is the float32 forecast cast up; ``pl_trainer_kwargs={"precision": "64"}``
+    computes in float64 throughout.
 
     darts' ``to_onnx`` exports the prediction path (the decoded patching and the backbone) for
-    onnxruntime; the ``"random"`` and ``"volatility"`` patchers have no ONNX form and are
-    refused with the reason (see the deployment page of the documentation).
+    onnxruntime (``pip install 'reinpatch-forecast[onnx]'``); the ``"random"`` and
+    ``"volatility"`` patchers have no ONNX form and are refused with the reason (see the
+    deployment page of the documentation).
 
     With ``save_checkpoints=True``, checkpoints are written to a temporary file beside them and
     renamed into place (:class:`~reinpatch_forecast.darts.checkpoints.AtomicCheckpointIO`, in
@@ -450,6 +445,9 @@ class ReinPatchModel(MixedCovariatesTorchModel):
         self.trainer_params = trainer_kwargs(self.trainer_params,
                                              given=kwargs.get("pl_trainer_kwargs") or {},
                                              log_tensorboard=bool(kwargs.get("log_tensorboard")))
+        # float32 for float64 series too (darts would compute in float64, about twice as slow
+        # on a CPU); the module returns forecasts in the dtype of the series
+        self.trainer_params.setdefault("precision", DEFAULT_PRECISION)
         darts_api.consider_static_covariates(self, use_static_covariates)
         # A patcher object or file becomes a plain state (tensors and primitives), so that the
         # model pickles and darts can load it without trusting arbitrary classes.
@@ -525,7 +523,7 @@ class ReinPatchModel(MixedCovariatesTorchModel):
         for name, value in covariates.items():
             check_darts_series(value, name, 1, "a covariate")
 
-    # Early series checks with messages that say what to change, the compute dtype, and Ctrl+C.
+    # Early series checks with messages that say what to change, and Ctrl+C.
     def fit(
         self,
         series,
@@ -539,9 +537,9 @@ class ReinPatchModel(MixedCovariatesTorchModel):
     ) -> "ReinPatchModel":
         """Train the model; see darts' ``TorchForecastingModel.fit``.
 
-        The network computes in float32 (series and covariates are cast to it), or in float64
-        with ``pl_trainer_kwargs={"precision": "64"}``; forecasts come back in the dtype of the
-        series they forecast (see :meth:`predict`). Past covariates
+        The network computes in float32 whatever the dtype of the series (each batch is cast
+        to it), or in float64 with ``pl_trainer_kwargs={"precision": "64"}``; forecasts come
+        back in the dtype of the series they forecast (see :meth:`predict`). Past covariates
         (and the history of future covariates) are averaged over each target patch and added to
         its token; future covariates enter the forecast step by step; static covariates of the
         series (``use_static_covariates=True``, darts' default) become an embedding of every
@@ -573,17 +571,9 @@ class ReinPatchModel(MixedCovariatesTorchModel):
                 fix="Pass a longer series, or use a smaller input_chunk_length or "
                 "output_chunk_length.",
             )
-        dtype = self._compute_dtype(args[0] if args else kwargs.get("trainer"))
-        # the dtype a forecast of the training series (predict without `series`) comes back in
-        self._training_dtype = np.dtype((series if isinstance(series, TimeSeries)
-                                         else series[0]).dtype)
         with quiet_lightning(), interruptible(self):
-            super().fit(
-                _as_dtype(series, dtype), _as_dtype(past_covariates, dtype),
-                _as_dtype(future_covariates, dtype), _as_dtype(val_series, dtype),
-                _as_dtype(val_past_covariates, dtype), _as_dtype(val_future_covariates, dtype),
-                *args, **kwargs,
-            )
+            super().fit(series, past_covariates, future_covariates, val_series,
+                        val_past_covariates, val_future_covariates, *args, **kwargs)
         return self
 
     # The window checks (length, finite values) with messages, and one device under DDP.
@@ -596,10 +586,13 @@ class ReinPatchModel(MixedCovariatesTorchModel):
         ``trainer`` to choose another.
 
         The network computes in its own precision (float32, or float64 with
-        ``pl_trainer_kwargs={"precision": "64"}``); each forecast (points, samples, likelihood
-        parameters) comes back in the dtype of the series it forecasts (without ``series``, of
-        the training series), as with darts' own models: a float64 series gives a float64
-        forecast, whose values are the float32 forecast cast up.
+        ``pl_trainer_kwargs={"precision": "64"}``); forecasts (points, samples, likelihood
+        parameters) come back in the dtype of the series (without ``series``, of the training
+        series), as with darts' own models: a float64 series gives a float64 forecast, whose
+        values are the float32 forecast cast up (a likelihood's parameters and draws are computed
+        in float64). darts forecasts a list of series in batches, so a list that mixes float32
+        and float64 series comes back in float64, as does every forecast with
+        ``precision="64"``.
         """
         check_trained(darts_api.is_trained(self), "predict()")
         check_darts_series(
@@ -623,44 +616,11 @@ class ReinPatchModel(MixedCovariatesTorchModel):
                     f"This model was trained with {kind}_covariates: pass the {kind}_covariates "
                     f"of `series` to predict() as well."
                 )
-        dtype = self._compute_dtype()
         with quiet_lightning():
             if not args and kwargs.get("trainer") is None:
                 kwargs["trainer"] = darts_api.prediction_trainer(self, kwargs.get("verbose"))
-            forecasts = super().predict(
-                n, _as_dtype(series, dtype), _as_dtype(past_covariates, dtype),
-                _as_dtype(future_covariates, dtype), *args, **kwargs)
-        if series is None:
-            return _in_dtype_of(forecasts, getattr(self, "_training_dtype", dtype))
-        return _in_dtype_of(forecasts, series)
-
-    # The series in the network's precision, the forecasts in the dtype of each series (as
-    # predict); darts' optimised path builds its datasets without calling predict.
-    def historical_forecasts(self, series, past_covariates=None, future_covariates=None,
-                             *args, **kwargs):
-        """Forecasts over the history of ``series``; see darts' ``historical_forecasts``.
-
-        As :meth:`predict`, the forecasts come back in the dtype of the series they forecast
-        (``backtest`` and ``residuals`` compare them with ``series`` in its own dtype).
-        """
-        dtype = self._compute_dtype()
-        with quiet_lightning():
-            forecasts = super().historical_forecasts(
-                _as_dtype(series, dtype), _as_dtype(past_covariates, dtype),
-                _as_dtype(future_covariates, dtype), *args, **kwargs)
-        return _in_dtype_of(forecasts, series)
-
-    def _compute_dtype(self, trainer=None) -> np.dtype:
-        """The dtype the network computes in: float64 with ``precision="64"``, else float32.
-
-        A trained network keeps its own; an untrained one takes ``trainer``'s precision, or
-        that of the model's trainer arguments.
-        """
-        if trainer is None and darts_api.is_trained(self):
-            return np.dtype(np.float64 if self.model.dtype == torch.float64 else np.float32)
-        precision = (trainer.precision if trainer is not None
-                     else self.trainer_params.get("precision"))
-        return np.dtype(np.float64 if str(precision).startswith("64") else np.float32)
+            return super().predict(n, series, past_covariates, future_covariates, *args,
+                                   **kwargs)
 
     # darts' export, after the checks that name the fix (the onnx extra, a patcher whose decode
     # has no ONNX form), without torch.onnx's step log (verbose=False unless given) or notices.
@@ -683,16 +643,11 @@ class ReinPatchModel(MixedCovariatesTorchModel):
                 f"to_onnx needs {' and '.join(missing)}: pip install 'reinpatch-forecast[onnx]' "
                 "(onnx, onnxscript and onnxruntime)."
             )
-        name = self.network_config.patcher.name
-        if name in _NOT_EXPORTABLE:
-            raise ReinPatchInputError(
-                f"patcher={name!r} cannot be exported to ONNX: "
-                f"{_NOT_EXPORTABLE[name]}. The learned, pretrained and uniform "
-                "patchers export."
-            )
+        _check_exportable(self.network_config.patcher.name)
         kwargs.setdefault("verbose", False)
         with quiet_lightning():
             return super().to_onnx(path, **kwargs)
+
 
     # -- persistence ------------------------------------------------------------------------
     # A message naming a missing, truncated or corrupted file, before darts reads it.

@@ -32,15 +32,14 @@ _MACHINERY = {"__init__", "__doc__", "__module__", "__qualname__", "__dict__", "
 MODEL_OVERRIDES = {
     "_create_model",  # darts' abstract hook
     "supports_static_covariates",
-    "fit",  # series checks, the compute dtype, Ctrl+C
-    "predict",  # window checks, one device under DDP, forecasts in the series' dtype
-    "historical_forecasts",  # forecasts in the series' dtype (darts' optimised path)
+    "fit",  # series checks, Ctrl+C
+    "predict",  # window checks, one device under DDP
     "to_onnx",  # no exporter log or benign notices
     "load",  # file checks before darts reads the files
     "load_weights",
     "load_from_checkpoint",
 }
-MODULE_OVERRIDES = {"forward", "training_step", "configure_optimizers"}
+MODULE_OVERRIDES = {"forward", "training_step"}
 
 ADAPTER = Path(reinpatch_forecast.darts.__file__).parent / "_darts_api.py"
 
