@@ -3,7 +3,6 @@ median timing, and their CSV and markdown files."""
 
 from __future__ import annotations
 
-import csv
 import statistics
 import sys
 import time
@@ -15,7 +14,7 @@ if str(BENCHMARKS) not in sys.path:
     sys.path.insert(0, str(BENCHMARKS))
 
 from run import commit as git_commit, utc_now  # noqa: E402,F401
-from tables import RESULTS  # noqa: E402,F401
+from tables import RESULTS, write_csv as write_table_csv  # noqa: E402,F401
 
 
 def median_seconds(step: Callable[[], object], repeats: int, warmup: int = 2) -> float:
@@ -33,15 +32,11 @@ def median_seconds(step: Callable[[], object], repeats: int, warmup: int = 2) ->
 
 def write_csv(path: Path, rows: Iterable[dict], fields: Sequence[str],
               commit: str | None = None, date: str | None = None) -> None:
-    """Rows as CSV; ``commit`` and ``date`` columns filled from the row or the arguments."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fields = list(fields) + [f for f in ("commit", "date") if f not in fields]
+    """Rows as CSV (:func:`tables.write_csv`) with ``commit`` and ``date`` columns, filled from
+    the row or the arguments."""
     stamp = {"commit": commit or git_commit(), "date": date or utc_now()}
-    with path.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=fields, extrasaction="ignore")
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({**stamp, **row})
+    fields = list(fields) + [f for f in ("commit", "date") if f not in fields]
+    write_table_csv(path, [{**stamp, **row} for row in rows], fields)
 
 
 def write_markdown(path: Path, lines: Sequence[str]) -> None:

@@ -85,8 +85,7 @@ def report(out_dir: Path) -> None:
     uniform_flops = forward_flops(None)["network_mflop"]
     groups: dict[tuple, list[dict]] = {}
     for run in runs:
-        key = (run["size"], run["scored_series"], run["group_size"], run["steps"],
-               run["threads"])
+        key = (run["size"], run["scored_series"], run["group_size"], run["steps"], run["threads"])
         groups.setdefault(key, []).append(run)
     uniform = {(steps, threads): statistics.mean(r["spike_mse"] for r in rows)
                for (size, _, _, steps, threads), rows in groups.items() if size == "uniform"}

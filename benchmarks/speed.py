@@ -319,8 +319,7 @@ def main(argv: list[str] | None = None) -> None:
             spec = {"name": f"{patcher} L={length}", "family": "reinpatch", "patcher": patcher,
                     "lookback": length}
             print(f"[speed] {spec['name']} ...", flush=True)
-            scaling.append(measure_in_subprocess(spec, max(1, repeats // 3), args.threads,
-                                                 warmup))
+            scaling.append(measure_in_subprocess(spec, max(1, repeats // 3), args.threads, warmup))
 
     print("[speed] component times, FLOPs and rate per part ...", flush=True)
     parts = component_times(lookback, repeats, warmup)

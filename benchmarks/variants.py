@@ -457,8 +457,7 @@ class VariantNetwork(ReinPatchNetwork):
         self._step_schedule = (scheduled if train_patcher is None else train_patcher,
                                anchor if kl_coef is None else kl_coef)
         try:
-            return super().training_losses(x, y, backbone_loss, sample_loss, group_size,
-                                           covariates)
+            return super().training_losses(x, y, backbone_loss, sample_loss, group_size, covariates)
         finally:
             self._step_schedule = None
 
@@ -562,8 +561,7 @@ class VariantModel(ReinPatchModel):
             use_resampled=use_resampled, use_position=use_position,
             local_activation=local_activation, kl_schedule=kl_schedule,
             patcher_warmup=patcher_warmup, sample_loss_weight=sample_loss_weight)
-        self.network_config = VariantConfig(**self.network_config.to_dict(),
-                                            ablation=self.ablation)
+        self.network_config = VariantConfig(**self.network_config.to_dict(), ablation=self.ablation)
 
 
 # A saved variant model holds these classes; darts loads only allow-listed ones.
@@ -695,8 +693,7 @@ class TopKPolicy(BoundaryPolicy):
         positions = starts[..., 1:]  # (R, G, k1): position 0 is a coarse start anyway
         candidates = coarse_scores.gather(1, positions.reshape(rows, -1)).reshape(
             positions.shape)  # (R, G, k1)
-        order, log_prob, entropy, kl = self._top_k(candidates, n_coarse - 1, 1, sample,
-                                                   generator)
+        order, log_prob, entropy, kl = self._top_k(candidates, n_coarse - 1, 1, sample, generator)
         chosen = positions.gather(-1, order)  # (R, G, k2)
         coarse = F.pad(torch.sort(chosen, dim=-1).values, (1, 0), value=0)  # (R, G, N2)
         return PolicyDraw(starts=coarse, log_prob=log_prob, entropy=entropy, kl=kl)
