@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import functools
 import hashlib
 import importlib
 import json
@@ -218,10 +217,9 @@ def build_model(run: dict, work_dir: Path, progress: bool):
         model_name=f"bench_{run_key(run)}_{os.getpid()}", work_dir=str(work_dir),
         optimizer_kwargs={"lr": run.get("lr", training["lr"])})
     kwargs = dict(run["kwargs"])
-    if "ema" in kwargs:  # validate and keep an exponential average of the weights (Lightning)
-        from pytorch_lightning.callbacks import WeightAveraging
-        averaging = WeightAveraging(multi_avg_fn=functools.partial(ema_update, kwargs.pop("ema")))
-        common["pl_trainer_kwargs"]["callbacks"].append(averaging)
+    if "ema" in kwargs:  # validate and predict with an exponential average of the weights
+        from reinpatch_forecast.darts import WeightEMA
+        common["pl_trainer_kwargs"]["callbacks"].append(WeightEMA(kwargs.pop("ema")))
     common["optimizer_kwargs"].update(kwargs.pop("optimizer_kwargs", {}))
     for key, module in (("optimizer_cls", "optim"), ("lr_scheduler_cls", "optim.lr_scheduler")):
         if isinstance(kwargs.get(key), str):  # a class of torch.optim named in the record
@@ -246,12 +244,6 @@ def build_model(run: dict, work_dir: Path, progress: bool):
     classes = {"dlinear": models.DLinearModel, "nlinear": models.NLinearModel,
                "tsmixer": models.TSMixerModel, "tide": models.TiDEModel}
     return classes[run["family"]](use_reversible_instance_norm=True, **kwargs, **common)
-
-
-def ema_update(decay: float, averaged: list, current: list, num_averaged) -> None:
-    """``averaged <- decay * averaged + (1 - decay) * current`` (picklable, unlike torch's)."""
-    for average, value in zip(averaged, current):
-        average.lerp_(value, 1.0 - decay)
 
 
 def fit_and_score(run: dict, data: Data, work_dir: Path, progress: bool = False,

@@ -74,6 +74,7 @@ from ._darts_fixes import (
     interruptible,
     trainer_kwargs,
 )
+from .averaging import WeightEMA
 from .boundaries import PatchBoundaries
 from .checkpoints import remove_abandoned_writes
 from .rewards import elementwise_loss
@@ -648,7 +649,6 @@ class ReinPatchModel(MixedCovariatesTorchModel):
         with quiet_lightning():
             return super().to_onnx(path, **kwargs)
 
-
     # -- persistence ------------------------------------------------------------------------
     # A message naming a missing, truncated or corrupted file, before darts reads it.
     @classmethod
@@ -808,8 +808,8 @@ class ReinPatchModel(MixedCovariatesTorchModel):
 
 ReinPatchModel.__doc__ = document_options(ReinPatchModel.__doc__)
 
-# Saved models hold their options and network configuration (dataclasses of primitives), and
-# the trainer arguments of _darts_fixes.
+# Saved models hold their options and network configuration (dataclasses of primitives), the
+# trainer arguments of _darts_fixes, and a WeightEMA the user gives.
 add_safe_globals([ReinPatchModel, _ReinPatchModule, PatchBoundaries, ModelOptions,
                   TrainingOptions, ReinPatchConfig, BackboneConfig, PatcherConfig,
-                  TrainingConfig, *SAFE_CLASSES])
+                  TrainingConfig, WeightEMA, *SAFE_CLASSES])

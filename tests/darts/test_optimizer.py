@@ -49,8 +49,8 @@ def test_by_default_both_rates_decay_by_0_8_an_epoch(make_model, series):
         [1e-3 * 0.8**2, 3e-3 * 0.8**2])
 
 
-def test_the_default_schedule_takes_a_given_factor_and_none_keeps_the_rate(make_model,
-                                                                            series):
+def test_the_default_schedule_takes_a_given_factor_and_none_keeps_the_rate(
+        make_model, series):
     faster = make_model(TINY_DARTS, lr_scheduler_kwargs={"gamma": 0.5}).fit(series)
     (optimizer,) = faster.trainer.optimizers
     assert [group["lr"] for group in optimizer.param_groups] == pytest.approx([5e-4, 1.5e-3])
