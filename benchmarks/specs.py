@@ -309,6 +309,7 @@ RECIPES = {
     f"uniform, {RECIPE.removeprefix('Adam, ')}": _decay(0.8, dropout=0.2, patcher="uniform"),
     **{f"{RECIPE}, {name}": _decay(0.8, dropout=0.2, **options) for name, options in [
         ("R=16", {"compression_rate": 16}), ("lr 3e-4", {"lr": 3e-4}), ("EMA", {"ema": 0.995}),
+        ("uniform patches, EMA", {"patcher": "uniform", "ema": 0.995}),
         *((f"step width {k}", {"step_width": k}) for k in (1, 2))]},
 }
 RECIPE_MODELS = {name: {**reinpatch(["recipe"], **{"patcher": "learned", "compression_rate": 8,
