@@ -310,7 +310,11 @@ RECIPES = {
     **{f"{RECIPE}, {name}": _decay(0.8, dropout=0.2, **options) for name, options in [
         ("R=16", {"compression_rate": 16}), ("lr 3e-4", {"lr": 3e-4}), ("EMA", {"ema": 0.995}),
         ("uniform patches, EMA", {"patcher": "uniform", "ema": 0.995}),
-        *((f"step width {k}", {"step_width": k}) for k in (1, 2))]},
+        *((f"step width {k}", {"step_width": k}) for k in (1, 2)),
+        *((f"d_model {d}", {"d_model": d}) for d in (32, 128)),
+        # the long lookback: fewer tokens, a narrower network, a weight average
+        *((f"R=16, d_model {d}", {"compression_rate": 16, "d_model": d}) for d in (16, 32)),
+        ("R=16, EMA", {"compression_rate": 16, "ema": 0.995})]},
 }
 RECIPE_MODELS = {name: {**reinpatch(["recipe"], **{"patcher": "learned", "compression_rate": 8,
                                                    "lr_scheduler_cls": None,  # darts' constant
