@@ -314,7 +314,11 @@ RECIPES = {
         *((f"d_model {d}", {"d_model": d}) for d in (32, 128)),
         # the long lookback: fewer tokens, a narrower network, a weight average
         *((f"R=16, d_model {d}", {"compression_rate": 16, "d_model": d}) for d in (16, 32)),
-        ("R=16, EMA", {"compression_rate": 16, "ema": 0.995})]},
+        ("R=16, EMA", {"compression_rate": 16, "ema": 0.995}),
+        *((f"R={r}, head over the last 96 steps", {"compression_rate": r, "head_steps": 96})
+          for r in (8, 16)),
+        ("R=16, query readout", {"compression_rate": 16, "readout": "query",
+                                 "readout_skip": False})]},
 }
 RECIPE_MODELS = {name: {**reinpatch(["recipe"], **{"patcher": "learned", "compression_rate": 8,
                                                    "lr_scheduler_cls": None,  # darts' constant

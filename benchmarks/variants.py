@@ -11,7 +11,8 @@ classes, so that every table still reproduces from this checkout:
   slots, and ``readout_skip=False`` (the per-step skip switched off);
 - token parts: ``use_local_mean``, ``use_resampled``, ``use_position`` and
   ``local_activation`` switched off;
-- schedules: ``kl_schedule="linear"``, ``patcher_warmup`` and ``sample_loss_weight``.
+- schedules: ``kl_schedule="linear"``, ``patcher_warmup`` and ``sample_loss_weight``;
+- the head's span: ``head_steps`` (a head over the last steps only, for long lookbacks).
 
 Every argument keeps the name and default the committed benchmark specs use, so those specs
 run unchanged.
@@ -22,7 +23,8 @@ Entry points
     A darts model. It takes every :class:`~reinpatch_forecast.ReinPatchModel` argument plus
     the ablation arguments above under their names (``policy=``, ``readout=``,
     ``readout_skip=``, ``use_local_mean=``, ``use_resampled=``, ``use_position=``,
-    ``local_activation=``, ``kl_schedule=``, ``patcher_warmup=``, ``sample_loss_weight=``).
+    ``local_activation=``, ``kl_schedule=``, ``patcher_warmup=``, ``sample_loss_weight=``,
+    ``head_steps=``).
     With no ablation asked it returns the package's plain ``ReinPatchModel``; otherwise a
     :class:`VariantModel`.
 ``make_network(patcher=None, **config_kwargs)``
@@ -119,6 +121,10 @@ class Ablation:
         Epochs in which only the backbone trains, on the decode, before GRPG starts.
     sample_loss_weight
         ``w``: the backbone also trains on the samples, ``(decode + w * samples) / (1 + w)``.
+    head_steps
+        A time-aligned head that reads only the step features of the last ``head_steps``
+        steps (``min(L, head_steps) * k`` inputs), so its size stops growing with the
+        lookback; older steps reach the forecast through attention only. ``None``: all ``L``.
     """
 
     policy: str = "density"
@@ -132,6 +138,7 @@ class Ablation:
     kl_schedule: str = "constant"
     patcher_warmup: int = 0
     sample_loss_weight: float = 0.0
+    head_steps: int | None = None
 
     def __post_init__(self) -> None:
         if self.policy is None:
@@ -171,6 +178,15 @@ class Ablation:
             raise ReinPatchInputError(
                 f"sample_loss_weight must be a finite number >= 0, got "
                 f"{self.sample_loss_weight!r}.")
+        if self.head_steps is not None and (
+                isinstance(self.head_steps, bool) or not isinstance(self.head_steps, int)
+                or self.head_steps < 1):
+            raise ReinPatchInputError(
+                f"head_steps must be None or an integer >= 1, got {self.head_steps!r}.")
+        if self.head_steps is not None and self.readout not in STEP_READOUTS:
+            raise ReinPatchInputError(
+                f"head_steps needs a time-aligned readout ({', '.join(STEP_READOUTS)}); "
+                f"readout={self.readout!r} has none.")
 
     @property
     def is_package(self) -> bool:
@@ -342,7 +358,9 @@ class VariantBackbone(Backbone):
                                                               sizes.resample_points, width)
             if ablation.readout_skip:
                 self.skip_projection = nn.Linear(d, width)
-            self.head = nn.Linear(config.input_length * width, outputs)
+            self.head_steps = min(config.input_length, ablation.head_steps
+                                  or config.input_length)
+            self.head = nn.Linear(self.head_steps * width, outputs)
         elif ablation.readout == "query":
             self.query_readout = HorizonQueryReadout(d, sizes.n_heads, config.output_length,
                                                      config.nr_params)
@@ -403,7 +421,9 @@ class VariantBackbone(Backbone):
             read = self.dropout(self.query_readout.attend(tokens), group)  # (R*G, H, d)
             return self.query_readout(read)  # (R*G, H, Q)
         if self.time_aligned:
-            return super()._read(tokens, coarse, starts, coarse_starts, local)
+            steps = self._step_features(tokens, coarse, starts, coarse_starts, local)
+            flat = steps[:, -self.head_steps:].flatten(1)  # (R*G, min(L, head_steps)*k)
+            return self.head(self.dropout(flat, group))  # (R*G, H*Q)
         flat = tokens.flatten(1)  # (R*G, N*d)
         if coarse is not None:
             flat = torch.cat([flat, coarse.flatten(1)], dim=1)  # (R*G, (N+N2)*d)

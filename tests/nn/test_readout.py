@@ -195,6 +195,36 @@ def test_bad_readout_settings_raise_at_construction(bad, message):
         variants.Ablation(**bad)
 
 
+def test_a_head_over_the_last_steps_keeps_its_size_and_reads_only_those_steps():
+    """``head_steps``: the head's inputs stop growing with the lookback, and the forecast
+    depends on the step features of the last ``head_steps`` steps only."""
+    torch.manual_seed(0)
+    sizes = {}
+    for length in (48, 96):
+        config = small_config(input_length=length, output_length=8, n_channels=1,
+                              compression_rate=8, patcher="uniform", head_steps=24)
+        network = network_of(config).eval()
+        sizes[length] = network.backbone.head.in_features
+    width = config.step_width
+    assert sizes == {48: 24 * width, 96: 24 * width}
+    backbone = network.backbone
+    steps = torch.randn(3, 96, width, requires_grad=True)  # (R*G, L, k)
+    backbone._step_features = lambda *args: steps
+    starts = torch.zeros(3, 1, 12, dtype=torch.int64)  # (R, G, N): only G is read here
+    out = backbone._read(None, None, starts, None, None)  # (R*G, H*Q)
+    assert out.shape == (3, 8)
+    out.sum().backward()
+    reach = steps.grad.abs().sum(dim=(0, 2))  # (L,)
+    assert (reach[:72] == 0).all() and (reach[72:] > 0).all()
+
+
+def test_head_steps_must_be_a_positive_integer_on_a_step_readout():
+    with pytest.raises(ValueError, match="head_steps must be None or an integer >= 1"):
+        variants.Ablation(head_steps=0)
+    with pytest.raises(ValueError, match="head_steps needs a time-aligned readout"):
+        variants.Ablation(head_steps=24, readout="flatten")
+
+
 def _learned_network(weight: float) -> ReinPatchNetwork:
     torch.manual_seed(0)
     config = small_config(input_length=32, output_length=8, compression_rate=4, d_model=16,
