@@ -570,7 +570,8 @@ class VariantModel(ReinPatchModel):
                  use_local_mean: bool = True, use_resampled: bool = True,
                  use_position: bool = True, local_activation: bool = True,
                  kl_schedule: str = "constant", patcher_warmup: int = 0,
-                 sample_loss_weight: float = 0.0, **kwargs) -> None:
+                 sample_loss_weight: float = 0.0, head_steps: int | None = None,
+                 **kwargs) -> None:
         super().__init__(input_chunk_length, output_chunk_length, output_chunk_shift, **kwargs)
         given = self._frozen_patcher_state or self._init_state
         if policy is None and given is not None:
@@ -580,7 +581,8 @@ class VariantModel(ReinPatchModel):
             readout_skip=readout_skip, use_local_mean=use_local_mean,
             use_resampled=use_resampled, use_position=use_position,
             local_activation=local_activation, kl_schedule=kl_schedule,
-            patcher_warmup=patcher_warmup, sample_loss_weight=sample_loss_weight)
+            patcher_warmup=patcher_warmup, sample_loss_weight=sample_loss_weight,
+            head_steps=head_steps)
         self.network_config = VariantConfig(**self.network_config.to_dict(), ablation=self.ablation)
 
 
