@@ -316,6 +316,7 @@ RECIPES = {
         *((f"R=16, d_model {d}", {"compression_rate": 16, "d_model": d}) for d in (16, 32)),
         ("R=16, d_model 32, uniform patches",
          {"compression_rate": 16, "d_model": 32, "patcher": "uniform"}),
+        ("R=16, d_model 32, EMA", {"compression_rate": 16, "d_model": 32, "ema": 0.995}),
         ("R=16, EMA", {"compression_rate": 16, "ema": 0.995}),
         *((f"R={r}, head over the last 96 steps", {"compression_rate": r, "head_steps": 96})
           for r in (8, 16)),
