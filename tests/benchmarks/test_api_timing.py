@@ -29,6 +29,20 @@ def test_quick_run_times_both_models(tmp_path: Path):
     assert "| learned |" in (out / "api_timing.md").read_text()
 
 
+@pytest.mark.skipif(not ETTH1.is_file(), reason="ETTh1 is not in shared/data beside the repo")
+def test_another_setting_writes_its_own_table(tmp_path: Path):
+    out = tmp_path / "results"
+    subprocess.run([sys.executable, str(BENCHMARKS / "api_timing.py"), "--quick", "--lookback",
+                    "48", "--compression-rate", "16", "--d-model", "16", "--out-dir", str(out)],
+                   cwd=tmp_path, check=True, capture_output=True, text=True)
+    assert not (out / "api_timing.csv").exists()
+    with (out / "api_timing_L48.csv").open() as handle:
+        assert {row["model"] for row in csv.DictReader(handle)} == {"learned", "uniform"}
+    text = (out / "api_timing_L48.md").read_text()
+    assert "--lookback 48 --compression-rate 16 --d-model 16" in text
+    assert "L = 48" in text and "d_model = 16" in text
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--threads", "0"], "--threads must be >= 1"),
     (["--repeats", "0"], "--repeats must be >= 1"),
