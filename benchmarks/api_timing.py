@@ -46,19 +46,20 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     windows, n_forecasts, repeats = (256, 50, 1) if args.quick else (2048, 1000, 3)
     repeats = repeats if args.repeats is None else args.repeats
-    for name, value in (("threads", args.threads), ("repeats", repeats)):
+    for name, value in (("threads", args.threads), ("repeats", repeats),
+                        ("lookback", args.lookback)):
         if value < 1:
             parser.error(f"--{name} must be >= 1, got {value}")
     torch.set_num_threads(args.threads)
-    lookback, patchers = args.lookback, PATCHERS
+    lookback = args.lookback
     sizes = {name: value for name, value in (("compression_rate", args.compression_rate),
                                              ("d_model", args.d_model)) if value is not None}
 
     data = ltsf_data("ETTh1", lookback, HORIZON, args.data_dir)
     train, val = data.series("train"), data.series("val")[:lookback + HORIZON - 1 + n_forecasts]
-    times = {patcher: {"fit_s": [], "forecast_s": []} for patcher in patchers}
+    times = {patcher: {"fit_s": [], "forecast_s": []} for patcher in PATCHERS}
     for repeat in range(repeats):  # alternating: a busy machine's drifts hit both models
-        for patcher in patchers if repeat % 2 == 0 else patchers[::-1]:
+        for patcher in PATCHERS if repeat % 2 == 0 else PATCHERS[::-1]:
             print(f"[api_timing] {patcher}, run {repeat + 1}/{repeats} ...", flush=True)
             model = ReinPatchModel(input_chunk_length=lookback, output_chunk_length=HORIZON,
                                    n_epochs=1, random_state=0, patcher=patcher, **sizes,
@@ -79,10 +80,9 @@ def main(argv: list[str] | None = None) -> None:
             for patcher, runs in times.items()]
     for row in rows:
         row.update({f"{k[:-2]}_x_uniform": row[k] / rows[-1][k] for k in ("fit_s", "forecast_s")})
-    options = [f"--{flag} {value:g}" for flag, value in (
-        ("lookback", lookback), ("compression-rate", args.compression_rate),
-        ("d-model", args.d_model)) if value is not None and (flag, value) != ("lookback", 96)]
-    stem = "api_timing" if lookback == 96 and not sizes else f"api_timing_L{lookback}"
+    options = ([f"--lookback {lookback}"] if lookback != 96 else []) + [
+        f"--{name.replace('_', '-')} {value:g}" for name, value in sizes.items()]
+    stem = "api_timing" if not options else f"api_timing_L{lookback}"
     write_csv(args.out_dir / f"{stem}.csv", rows, list(rows[0]))
     command = " ".join(["python benchmarks/api_timing.py", *(["--quick"] if args.quick else []),
                         *options])

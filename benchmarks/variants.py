@@ -401,6 +401,8 @@ class VariantBackbone(Backbone):
 
     def _step_features(self, tokens: Tensor, coarse: Tensor | None, starts: Tensor,
                        coarse_starts: Tensor | None, local: Tensor | None) -> Tensor:
+        """The step features the head reads, ``(R*G, min(L, head_steps), k)``: those of the
+        last ``head_steps`` steps (all ``L`` without the ablation)."""
         rows, group, n_patches = starts.shape
         length = self.config.input_length
         steps = self.step_readout(tokens, starts.reshape(rows * group, n_patches), length)
@@ -410,7 +412,7 @@ class VariantBackbone(Backbone):
         if self.ablation.readout_skip:
             skip = self.skip_features(local)  # (R, L, k)
             steps = (steps.reshape(rows, group, length, -1) + skip.unsqueeze(1)).flatten(0, 1)
-        return steps  # (R*G, L, k)
+        return steps[:, -self.head_steps:]  # (R*G, min(L, head_steps), k)
 
     def _read(self, tokens: Tensor, coarse: Tensor | None, starts: Tensor,
               coarse_starts: Tensor | None, local: Tensor | None) -> Tensor:
@@ -421,9 +423,7 @@ class VariantBackbone(Backbone):
             read = self.dropout(self.query_readout.attend(tokens), group)  # (R*G, H, d)
             return self.query_readout(read)  # (R*G, H, Q)
         if self.time_aligned:
-            steps = self._step_features(tokens, coarse, starts, coarse_starts, local)
-            flat = steps[:, -self.head_steps:].flatten(1)  # (R*G, min(L, head_steps)*k)
-            return self.head(self.dropout(flat, group))  # (R*G, H*Q)
+            return super()._read(tokens, coarse, starts, coarse_starts, local)
         flat = tokens.flatten(1)  # (R*G, N*d)
         if coarse is not None:
             flat = torch.cat([flat, coarse.flatten(1)], dim=1)  # (R*G, (N+N2)*d)

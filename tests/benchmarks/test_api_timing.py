@@ -46,6 +46,7 @@ def test_another_setting_writes_its_own_table(tmp_path: Path):
 @pytest.mark.parametrize("argv, message", [
     (["--threads", "0"], "--threads must be >= 1"),
     (["--repeats", "0"], "--repeats must be >= 1"),
+    (["--lookback", "0"], "--lookback must be >= 1"),
 ])
 def test_bad_arguments_are_refused_before_any_work(import_benchmark, capsys, argv, message):
     with pytest.raises(SystemExit):

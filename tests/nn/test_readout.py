@@ -208,9 +208,11 @@ def test_a_head_over_the_last_steps_keeps_its_size_and_reads_only_those_steps():
     width = config.step_width
     assert sizes == {48: 24 * width, 96: 24 * width}
     backbone = network.backbone
+    # the readout's and the skip's step features, as leaves whose gradients show what is read
     steps = torch.randn(3, 96, width, requires_grad=True)  # (R*G, L, k)
-    backbone._step_features = lambda *args: steps
-    starts = torch.zeros(3, 1, 12, dtype=torch.int64)  # (R, G, N): only G is read here
+    backbone.step_readout.forward = lambda *args: steps
+    backbone.skip_features = lambda local: torch.zeros(3, 96, width)  # (R, L, k)
+    starts = torch.zeros(3, 1, 12, dtype=torch.int64)  # (R, G, N): only the shape is read
     out = backbone._read(None, None, starts, None, None)  # (R*G, H*Q)
     assert out.shape == (3, 8)
     out.sum().backward()
