@@ -29,6 +29,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pytorch_lightning.callbacks import Callback
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _data import DEFAULT_DATA, Data, original_scale_mae  # noqa: E402
@@ -143,6 +145,8 @@ def _forecast_run(name, experiment, dataset, horizon, lookback, setting, model, 
         return None
     baseline = spec["family"] in ("repeat", "naive")
     training = {**BUDGETS[budget or experiment["budget"]], **experiment.get("budget_overrides", {})}
+    if "patience" in spec:  # a row of its own early stopping
+        training["patience"] = spec["patience"]
     windows = experiment.get("max_train_windows")
     if windows and (budget or experiment["budget"]) == "reduced":
         training["max_train_windows"] = windows[dataset]
@@ -198,10 +202,22 @@ def load_data(experiment: dict, run: dict, data_dir: str) -> Data:
     return _data.ltsf_data(dataset, lookback, horizon, data_dir)
 
 
-def build_model(run: dict, work_dir: Path, progress: bool):
+class ValidationCurve(Callback):
+    """Keeps the validation loss of every epoch in ``losses`` (the number the early stopper
+    reads), so that one run shows what any patience up to its epochs would have picked."""
+
+    def __init__(self) -> None:
+        self.losses: list[float] = []
+
+    def on_validation_end(self, trainer, pl_module) -> None:
+        if not trainer.sanity_checking and "val_loss" in trainer.callback_metrics:
+            self.losses.append(float(trainer.callback_metrics["val_loss"]))
+
+
+def build_model(run: dict, work_dir: Path, progress: bool, callbacks: tuple = ()):
     """The darts model of a trained run: ``variants.make_model`` for ReinPatch, darts' own
     models (reversible instance norm on) for the peers, every one with early stopping on
-    validation loss and the best epoch restored."""
+    validation loss and the best epoch restored; ``callbacks`` join the trainer's."""
     from pytorch_lightning.callbacks import EarlyStopping
 
     from reinpatch_forecast._lightning import quiet_trainer_kwargs
@@ -212,7 +228,7 @@ def build_model(run: dict, work_dir: Path, progress: bool):
         input_chunk_length=run["lookback"], output_chunk_length=run["horizon"],
         batch_size=training["batch_size"], n_epochs=training["epochs"],
         random_state=run["seed"], pl_trainer_kwargs=quiet_trainer_kwargs(
-            progress, callbacks=[stopper]), save_checkpoints=True, force_reset=True,
+            progress, callbacks=[stopper, *callbacks]), save_checkpoints=True, force_reset=True,
         # the process id keeps processes sharing a results file off each other's checkpoints
         model_name=f"bench_{run_key(run)}_{os.getpid()}", work_dir=str(work_dir),
         optimizer_kwargs={"lr": run.get("lr", training["lr"])})
@@ -253,10 +269,11 @@ def fit_and_score(run: dict, data: Data, work_dir: Path, progress: bool = False,
     lookback, horizon, setting = run["lookback"], run["horizon"], run["setting"]
     covariates = data.covariates(setting)
     began = time.perf_counter()
-    model, epochs = None, 0
+    model, epochs, curve = None, 0, None
     if run["family"] not in ("repeat", "naive"):
         work_dir.mkdir(parents=True, exist_ok=True)
-        model = build_model(run, work_dir, progress)
+        curve = ValidationCurve()
+        model = build_model(run, work_dir, progress, callbacks=(curve,))
         model.fit(data.series("train"), val_series=data.series("val"), load_best=True,
                   max_samples_per_ts=run["training"]["max_train_windows"], verbose=progress,
                   **covariates, **{f"val_{k}": v for k, v in covariates.items()})
@@ -271,6 +288,7 @@ def fit_and_score(run: dict, data: Data, work_dir: Path, progress: bool = False,
     measured = {"val_mse": scores["val"]["mse"], "val_mae": scores["val"]["mae"],
                 "test_mse": scores["test"]["mse"], "test_mae": scores["test"]["mae"],
                 "test_windows": scores["test"]["n_windows"], "epochs": epochs,
+                "val_loss_by_epoch": [round(loss, 6) for loss in curve.losses] if curve else [],
                 "train_seconds": round(train_seconds, 1),
                 "score_seconds": round(time.perf_counter() - began - train_seconds, 1)}
     if data.std is not None:

@@ -321,13 +321,20 @@ RECIPES = {
         *((f"R={r}, head over the last 96 steps", {"compression_rate": r, "head_steps": 96})
           for r in (8, 16)),
         ("R=16, query readout", {"compression_rate": 16, "readout": "query",
-                                 "readout_skip": False})]},
+                                 "readout_skip": False}),
+        # every epoch of the budget, early stopping off: its validation curve shows what any
+        # patience would have picked
+        ("patience 10", {"patience": 10}),
+        ("R=16, d_model 32, patience 10", {"compression_rate": 16, "d_model": 32,
+                                           "patience": 10})]},
 }
+#: Options of a recipe row that set the training, not the model.
+TRAINING_OPTIONS = ("lr", "patience")
 RECIPE_MODELS = {name: {**reinpatch(["recipe"], **{"patcher": "learned", "compression_rate": 8,
                                                    "lr_scheduler_cls": None,  # darts' constant
                                                    **{k: v for k, v in options.items()
-                                                      if k != "lr"}}),
-                        **({"lr": options["lr"]} if "lr" in options else {})}
+                                                      if k not in TRAINING_OPTIONS}}),
+                        **{k: options[k] for k in TRAINING_OPTIONS if k in options}}
                  for name, options in RECIPES.items()}
 
 # -- experiments -------------------------------------------------------------------------------

@@ -236,11 +236,14 @@ def test_one_tiny_fit_and_score_on_generated_series(tmp_path):
     run = {"lookback": 24, "horizon": 6, "setting": "target", "seed": 0, "family": "reinpatch",
            "kwargs": {"patcher": "uniform", "compression_rate": 4, "d_model": 8, "n_heads": 2,
                       "n_layers": 1},
-           "training": {"epochs": 1, "patience": 1, "batch_size": 16, "lr": 1e-3,
+           "training": {"epochs": 2, "patience": 1, "batch_size": 16, "lr": 1e-3,
                         "max_train_windows": 32}}
     measured = runner.fit_and_score(run, data, tmp_path, patch_stats=True)
     assert measured["test_windows"] == 400 - int(0.8 * 400) - 6 + 1
-    assert measured["epochs"] == 1 and measured["grid_distance"] == 0.0
+    assert measured["epochs"] in (1, 2) and measured["grid_distance"] == 0.0
+    # one validation loss an epoch run, none of Lightning's sanity check
+    curve = measured["val_loss_by_epoch"]
+    assert len(curve) == measured["epochs"] and all(np.isfinite(curve))
     again = runner.fit_and_score(run, data, tmp_path)
     assert again["test_mse"] == measured["test_mse"]  # same seed, same score
     baseline = runner.fit_and_score({**run, "family": "repeat"}, data, tmp_path)
@@ -249,6 +252,16 @@ def test_one_tiny_fit_and_score_on_generated_series(tmp_path):
     errors = windows[:, :, 24:] - windows[:, :, 23:24]
     assert baseline["test_mse"] == pytest.approx(float(np.mean(errors.astype(float) ** 2)))
     assert baseline["epochs"] == 0
+
+
+def test_a_recipe_row_of_its_own_patience_sets_the_early_stopping_not_the_model(tmp_path):
+    (run,) = runner.plan("recipe", _args(datasets=["ETTh1"], horizons=["96"], seeds=[0],
+                                         models=[f"{specs.RECIPE}, patience 10"], budget="full"))
+    assert run["training"] == {**specs.BUDGETS["full"], "patience": 10}
+    assert "patience" not in run["kwargs"]
+    model = runner.build_model(run, tmp_path, progress=False)
+    (stopper,) = [c for c in model.trainer_params["callbacks"] if hasattr(c, "patience")]
+    assert stopper.patience == 10
 
 
 def test_data_without_covariates_refuses_a_setting():
