@@ -307,7 +307,8 @@ RECIPES = {
     **{f"Adam, lr x0.8 an epoch, dropout {p}": _decay(0.8, dropout=p) for p in (0.2, 0.3)},
     # the recipe with uniform patches, fewer tokens, a lower rate, narrower step features
     f"uniform, {RECIPE.removeprefix('Adam, ')}": _decay(0.8, dropout=0.2, patcher="uniform"),
-    **{f"{RECIPE}, {name}": _decay(0.8, dropout=0.2, **options) for name, options in [
+    # a later option wins: "dropout 0.3" replaces the recipe's 0.2
+    **{f"{RECIPE}, {name}": _decay(0.8, **{"dropout": 0.2, **options}) for name, options in [
         ("R=16", {"compression_rate": 16}), ("lr 3e-4", {"lr": 3e-4}), ("EMA", {"ema": 0.995}),
         ("uniform patches, EMA", {"patcher": "uniform", "ema": 0.995}),
         *((f"step width {k}", {"step_width": k}) for k in (1, 2)),
@@ -317,6 +318,11 @@ RECIPES = {
         ("R=16, d_model 32, uniform patches",
          {"compression_rate": 16, "d_model": 32, "patcher": "uniform"}),
         ("R=16, d_model 32, EMA", {"compression_rate": 16, "d_model": 32, "ema": 0.995}),
+        # PatchTST's ETTh1 width and dropout at the long lookback
+        ("R=16, d_model 16, dropout 0.3", {"compression_rate": 16, "d_model": 16,
+                                           "dropout": 0.3}),
+        ("R=16, d_model 16, dropout 0.3, EMA", {"compression_rate": 16, "d_model": 16,
+                                                "dropout": 0.3, "ema": 0.995}),
         ("R=16, EMA", {"compression_rate": 16, "ema": 0.995}),
         *((f"R={r}, head over the last 96 steps", {"compression_rate": r, "head_steps": 96})
           for r in (8, 16)),
