@@ -75,10 +75,15 @@ def _full_curve_runs(records: list[dict]) -> dict[tuple, dict[int, dict]]:
     return cells
 
 
+def _base_row(model: str, seeds: dict[int, dict]) -> str:
+    """The recipe row a row of its own patience trains: its name without that patience."""
+    record = next(iter(seeds.values()))
+    return model.removesuffix(f", patience {record['run']['training']['patience']}")
+
+
 def _sibling(records: list[dict], record: dict) -> dict | None:
     """The record of the same recipe, cell and seed at the budget's own patience."""
-    suffix = f", patience {record['run']['training']['patience']}"
-    base = record["model"].removesuffix(suffix)
+    base = _base_row(record["model"], {record["seed"]: record})
     for other in records:
         if (other["model"], other["dataset"], other["horizon"], other["lookback"],
                 other["seed"], other.get("protocol")) == (
@@ -115,7 +120,7 @@ def patience_rows(records: list[dict], patiences: Sequence[int] = PATIENCES) -> 
             known_tests = [t for t in tests if t is not None]
             rows.append({
                 "dataset": dataset, "horizon": horizon, "lookback": lookback,
-                "row": model, "patience": patience, "n_seeds": len(picks),
+                "row": _base_row(model, seeds), "patience": patience, "n_seeds": len(picks),
                 "epochs": statistics.mean(p[0] for p in picks),
                 "best_epoch": statistics.mean(p[1] + 1 for p in picks),
                 "val_loss": statistics.mean(losses),

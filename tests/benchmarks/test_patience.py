@@ -64,6 +64,7 @@ def test_a_test_mse_is_shown_only_where_a_recorded_run_kept_that_epoch():
     assert (rows[1]["epochs"], rows[1]["best_epoch"]) == (3, 2)
     assert rows[1]["test_mse"] is None  # no recorded run kept the second epoch
     assert rows[2]["val_above_best_pct"] == pytest.approx(50.0)
+    assert rows[2]["row"] == "r"
     assert {row["replay_agrees"] for row in rows.values()} == {"1/1"}
     records[1]["epochs"] = 5  # a sibling that trained otherwise than the replay says
     assert patience.patience_rows(records, (2,))[0]["replay_agrees"] == "0/1"
