@@ -1,14 +1,14 @@
-"""What each early-stopping patience would have picked, read from the validation curves of
-recipe runs that trained every epoch of their budget (the rows ``..., patience 10`` of
-``specs.RECIPES`` at the full protocol, up to 10 epochs).
+"""What each early-stopping patience, or a fixed number of epochs, would have picked, read
+from the validation curves of recipe runs that trained every epoch of their budget (the rows
+``..., patience 10`` of ``specs.RECIPES`` at the full protocol, up to 10 epochs).
 
 Lightning's ``EarlyStopping`` and darts' best-epoch checkpoint only read the validation loss
 of each epoch, and a seeded run follows the same path until it stops, so one run that never
 stops shows, for every patience, how many epochs a run would have trained and which epoch's
-weights it would keep. The test MSE is known where that epoch is one a recorded run kept: the
-whole curve's best (the run itself) or the best of its sibling row, the same recipe at the
-budget's patience (its record also checks the replay: the epochs it trained). Writes
-``results/patience.md`` and ``.csv``.
+weights it would keep; a fit without validation keeps its last epoch. The test MSE is known
+where the kept epoch is one a recorded run kept: the whole curve's best (the run itself) or
+the best of its sibling row, the same recipe at the budget's patience (its record also checks
+the replay: the epochs it trained). Writes ``results/patience.md`` and ``.csv``.
 
 python benchmarks/patience.py
 """
@@ -19,7 +19,7 @@ import argparse
 import collections
 import statistics
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -28,7 +28,9 @@ from _common import RESULTS, write_csv, write_markdown  # noqa: E402
 from tables import load_jsonl, markdown_table  # noqa: E402
 
 PATIENCES = (1, 2, 3, 4, 5, 10)
-COLUMNS = ("dataset", "horizon", "lookback", "row", "patience", "n_seeds", "epochs",
+#: Fits without validation (sktime's, darts' without ``val_series``) keep the last epoch.
+FIXED_EPOCHS = (4, 6, 8, 10)
+COLUMNS = ("dataset", "horizon", "lookback", "row", "stopping", "n_seeds", "epochs",
            "best_epoch", "val_loss", "val_loss_std", "val_above_best_pct", "test_mse",
            "test_mse_std", "replay_agrees")
 
@@ -93,18 +95,29 @@ def _sibling(records: list[dict], record: dict) -> dict | None:
     return None
 
 
-def patience_rows(records: list[dict], patiences: Sequence[int] = PATIENCES) -> list[dict]:
-    """One row a cell and patience: epochs trained, the kept epoch's validation loss (mean and
+def _rules(patiences: Sequence[int], fixed_epochs: Sequence[int]) -> list[tuple[str, Callable]]:
+    """``(name, rule)``: a rule maps a validation curve to (epochs trained, epoch kept)."""
+    rules: list[tuple[str, Callable]] = [
+        (f"patience {p}", lambda curve, p=p: early_stop(curve, p)) for p in patiences]
+    rules += [(f"last of {e} epochs", lambda curve, e=e: (e, e - 1)) for e in fixed_epochs]
+    return rules
+
+
+def patience_rows(records: list[dict], patiences: Sequence[int] = PATIENCES,
+                  fixed_epochs: Sequence[int] = FIXED_EPOCHS) -> list[dict]:
+    """One row a cell and stopping rule (early stopping at a patience, or a fixed number of
+    epochs whose last is kept): epochs trained, the kept epoch's validation loss (mean and
     seed deviation, and its excess over the whole curve's best), the test MSE where known."""
     rows = []
     for (dataset, horizon, lookback, model), seeds in sorted(_full_curve_runs(records).items(),
                                                              key=str):
         siblings = {seed: _sibling(records, record) for seed, record in seeds.items()}
-        for patience in patiences:
+        length = min(len(record["val_loss_by_epoch"]) for record in seeds.values())
+        for name, rule in _rules(patiences, [e for e in fixed_epochs if e <= length]):
             picks, tests, agrees = [], [], []
             for seed, record in sorted(seeds.items()):
                 curve = record["val_loss_by_epoch"]
-                epochs, best = early_stop(curve, patience)
+                epochs, best = rule(curve)
                 whole_best = early_stop(curve, len(curve))[1]
                 picks.append((epochs, best, curve[best], curve[whole_best]))
                 sibling = siblings[seed]
@@ -120,7 +133,7 @@ def patience_rows(records: list[dict], patiences: Sequence[int] = PATIENCES) -> 
             known_tests = [t for t in tests if t is not None]
             rows.append({
                 "dataset": dataset, "horizon": horizon, "lookback": lookback,
-                "row": _base_row(model, seeds), "patience": patience, "n_seeds": len(picks),
+                "row": _base_row(model, seeds), "stopping": name, "n_seeds": len(picks),
                 "epochs": statistics.mean(p[0] for p in picks),
                 "best_epoch": statistics.mean(p[1] + 1 for p in picks),
                 "val_loss": statistics.mean(losses),
@@ -145,13 +158,15 @@ def main(argv: list[str] | None = None) -> None:
                          "'..., patience 10' recipe row at --budget full first")
     write_csv(args.out_dir / "patience.csv", rows, COLUMNS)
     write_markdown(args.out_dir / "patience.md", [
-        "# Early-stopping patience, replayed on validation curves", "",
+        "# Early-stopping patience and fixed epochs, replayed on validation curves", "",
         "Rows of `patience.csv`, from the recipe runs that trained all 10 epochs "
-        "(`python benchmarks/patience.py`). `epochs`: trained; `best_epoch`: the epoch whose "
-        "weights are kept (1-based); `val_loss`: its validation loss (darts' `val_loss`); "
-        "`val_above_best_pct`: its excess over the best of all 10 epochs; `test_mse`: where "
-        "every seed's kept epoch is one a recorded run kept; `replay_agrees`: seeds whose "
-        "sibling run at the budget's patience trained the replayed number of epochs.", "",
+        "(`python benchmarks/patience.py`). `stopping`: early stopping at a patience, or a "
+        "fit without validation that keeps its last epoch; `epochs`: trained; `best_epoch`: "
+        "the epoch whose weights are kept (1-based); `val_loss`: its validation loss "
+        "(darts' `val_loss`); `val_above_best_pct`: its excess over the best of all 10 "
+        "epochs; `test_mse`: where every seed's kept epoch is one a recorded run kept; "
+        "`replay_agrees`: seeds whose sibling run at the budget's patience trained the "
+        "replayed number of epochs.", "",
         markdown_table(rows, COLUMNS)])
 
 

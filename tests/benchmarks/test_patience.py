@@ -58,7 +58,13 @@ def test_a_test_mse_is_shown_only_where_a_recorded_run_kept_that_epoch():
     curve = [3.0, 2.0, 2.5, 1.5, 1.6, 1.7, 1.0]
     records = [_record("r, patience 10", 0, 7, 0.4, 10, curve),  # keeps the last epoch
                _record("r", 0, 6, 0.5, 2)]  # the sibling at patience 2: 6 epochs, keeps the 4th
-    rows = {row["patience"]: row for row in patience.patience_rows(records, (1, 2, 3, 10))}
+    rows = {row["stopping"]: row
+            for row in patience.patience_rows(records, (1, 2, 3, 10), (3, 7, 8))}
+    assert "last of 8 epochs" not in rows  # beyond the curve
+    assert (rows["last of 3 epochs"]["best_epoch"], rows["last of 3 epochs"]["val_loss"]) == \
+        (3, 2.5)
+    assert rows["last of 7 epochs"]["test_mse"] == 0.4  # the last epoch is the best
+    rows = {int(name.split()[1]): row for name, row in rows.items() if "patience" in name}
     assert (rows[2]["test_mse"], rows[2]["epochs"], rows[2]["best_epoch"]) == (0.5, 6, 4)
     assert rows[3]["test_mse"] == rows[10]["test_mse"] == 0.4
     assert (rows[1]["epochs"], rows[1]["best_epoch"]) == (3, 2)
@@ -67,4 +73,4 @@ def test_a_test_mse_is_shown_only_where_a_recorded_run_kept_that_epoch():
     assert rows[2]["row"] == "r"
     assert {row["replay_agrees"] for row in rows.values()} == {"1/1"}
     records[1]["epochs"] = 5  # a sibling that trained otherwise than the replay says
-    assert patience.patience_rows(records, (2,))[0]["replay_agrees"] == "0/1"
+    assert patience.patience_rows(records, (2,), ())[0]["replay_agrees"] == "0/1"
