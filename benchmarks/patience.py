@@ -29,7 +29,7 @@ from tables import load_jsonl, markdown_table  # noqa: E402
 
 PATIENCES = (1, 2, 3, 4, 5, 10)
 #: Fits without validation (sktime's, darts' without ``val_series``) keep the last epoch.
-FIXED_EPOCHS = (4, 6, 8, 10)
+FIXED_EPOCHS = (4, 6, 8, 10, 15, 20, 30)
 COLUMNS = ("dataset", "horizon", "lookback", "row", "stopping", "n_seeds", "epochs",
            "best_epoch", "val_loss", "val_loss_std", "val_above_best_pct", "test_mse",
            "test_mse_std", "replay_agrees")

@@ -145,8 +145,9 @@ def _forecast_run(name, experiment, dataset, horizon, lookback, setting, model, 
         return None
     baseline = spec["family"] in ("repeat", "naive")
     training = {**BUDGETS[budget or experiment["budget"]], **experiment.get("budget_overrides", {})}
-    if "patience" in spec:  # a row of its own early stopping
-        training["patience"] = spec["patience"]
+    for option in ("patience", "epochs"):  # a row of its own early stopping or epochs
+        if option in spec:
+            training[option] = spec[option]
     windows = experiment.get("max_train_windows")
     if windows and (budget or experiment["budget"]) == "reduced":
         training["max_train_windows"] = windows[dataset]

@@ -331,11 +331,13 @@ RECIPES = {
         # every epoch of the budget, early stopping off: its validation curve shows what any
         # patience would have picked
         ("patience 10", {"patience": 10}),
+        # a fit without validation keeps its last epoch: how far do later epochs move it
+        ("30 epochs, no early stopping", {"epochs": 30, "patience": 30}),
         ("R=16, d_model 32, patience 10", {"compression_rate": 16, "d_model": 32,
                                            "patience": 10})]},
 }
 #: Options of a recipe row that set the training, not the model.
-TRAINING_OPTIONS = ("lr", "patience")
+TRAINING_OPTIONS = ("lr", "patience", "epochs")
 RECIPE_MODELS = {name: {**reinpatch(["recipe"], **{"patcher": "learned", "compression_rate": 8,
                                                    "lr_scheduler_cls": None,  # darts' constant
                                                    **{k: v for k, v in options.items()

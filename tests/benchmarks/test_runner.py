@@ -254,7 +254,7 @@ def test_one_tiny_fit_and_score_on_generated_series(tmp_path):
     assert baseline["epochs"] == 0
 
 
-def test_a_recipe_row_of_its_own_patience_sets_the_early_stopping_not_the_model(tmp_path):
+def test_a_recipe_row_of_its_own_patience_or_epochs_sets_the_training_not_the_model(tmp_path):
     (run,) = runner.plan("recipe", _args(datasets=["ETTh1"], horizons=["96"], seeds=[0],
                                          models=[f"{specs.RECIPE}, patience 10"], budget="full"))
     assert run["training"] == {**specs.BUDGETS["full"], "patience": 10}
@@ -262,6 +262,10 @@ def test_a_recipe_row_of_its_own_patience_sets_the_early_stopping_not_the_model(
     model = runner.build_model(run, tmp_path, progress=False)
     (stopper,) = [c for c in model.trainer_params["callbacks"] if hasattr(c, "patience")]
     assert stopper.patience == 10
+    (run,) = runner.plan("recipe", _args(datasets=["ETTh1"], horizons=["96"], seeds=[0],
+                                         models=[f"{specs.RECIPE}, 30 epochs, no early stopping"]))
+    assert run["training"] == {**specs.BUDGETS["reduced"], "patience": 30, "epochs": 30}
+    assert runner.build_model(run, tmp_path, progress=False).n_epochs == 30
 
 
 def test_data_without_covariates_refuses_a_setting():
