@@ -351,6 +351,21 @@ def test_error_invalid_parameters_at_construction(params, match):
         ReinPatchForecaster(**params)
 
 
+def test_a_default_fit_ends_where_the_learning_rate_schedule_has_spent_itself(airline):
+    """The default epochs run the per-epoch decay down to 1-2 % of the starting rate: fewer
+    would stop while the rate still moves the weights, more would cost time for nothing."""
+    sizes = {k: v for k, v in TINY.items() if k != "n_epochs"}
+    forecaster = ReinPatchForecaster(**sizes, random_state=0).fit(airline, fh=[1, 2])
+    trainer = forecaster.get_fitted_params()["model"].trainer
+    (schedule,) = trainer.lr_scheduler_configs
+    start, last = schedule.scheduler.base_lrs, trainer.optimizers[0].param_groups
+    ratios = [group["lr"] / first for group, first in zip(last, start)]
+    # darts steps the schedule after every epoch: the last epoch ran at the previous rate
+    gamma = schedule.scheduler.gamma
+    assert trainer.current_epoch == forecaster.n_epochs
+    assert all(0.01 < ratio / gamma < 0.02 for ratio in ratios), ratios
+
+
 def test_removed_grpg_options_are_not_parameters():
     params = ReinPatchForecaster().get_params()
     for removed in ("backbone_draws", "rollout_fraction", "entropy_coef", "scale_rewards",
