@@ -30,7 +30,7 @@ from tables import load_jsonl, markdown_table  # noqa: E402
 PATIENCES = (1, 2, 3, 4, 5, 10)
 #: Fits without validation (sktime's, darts' without ``val_series``) keep the last epoch.
 FIXED_EPOCHS = (4, 6, 8, 10, 15, 20, 30)
-COLUMNS = ("dataset", "horizon", "lookback", "row", "stopping", "n_seeds", "epochs",
+COLUMNS = ("protocol", "dataset", "horizon", "lookback", "row", "stopping", "n_seeds", "epochs",
            "best_epoch", "val_loss", "val_loss_std", "val_above_best_pct", "test_mse",
            "test_mse_std", "replay_agrees")
 
@@ -72,7 +72,8 @@ def _full_curve_runs(records: list[dict]) -> dict[tuple, dict[int, dict]]:
         curve = record.get("val_loss_by_epoch") or []
         if training and training["patience"] >= training["epochs"] and \
                 len(curve) == training["epochs"]:
-            key = (record["dataset"], record["horizon"], record["lookback"], record["model"])
+            key = (record.get("protocol"), record["dataset"], record["horizon"],
+                   record["lookback"], record["model"])
             cells[key][record["seed"]] = record
     return cells
 
@@ -109,8 +110,8 @@ def patience_rows(records: list[dict], patiences: Sequence[int] = PATIENCES,
     epochs whose last is kept): epochs trained, the kept epoch's validation loss (mean and
     seed deviation, and its excess over the whole curve's best), the test MSE where known."""
     rows = []
-    for (dataset, horizon, lookback, model), seeds in sorted(_full_curve_runs(records).items(),
-                                                             key=str):
+    for (protocol, dataset, horizon, lookback, model), seeds in sorted(
+            _full_curve_runs(records).items(), key=str):
         siblings = {seed: _sibling(records, record) for seed, record in seeds.items()}
         length = min(len(record["val_loss_by_epoch"]) for record in seeds.values())
         for name, rule in _rules(patiences, [e for e in fixed_epochs if e <= length]):
@@ -132,7 +133,8 @@ def patience_rows(records: list[dict], patiences: Sequence[int] = PATIENCES,
             excess = [100 * (p[2] / p[3] - 1) for p in picks]
             known_tests = [t for t in tests if t is not None]
             rows.append({
-                "dataset": dataset, "horizon": horizon, "lookback": lookback,
+                "protocol": protocol, "dataset": dataset, "horizon": horizon,
+                "lookback": lookback,
                 "row": _base_row(model, seeds), "stopping": name, "n_seeds": len(picks),
                 "epochs": statistics.mean(p[0] for p in picks),
                 "best_epoch": statistics.mean(p[1] + 1 for p in picks),
@@ -159,12 +161,12 @@ def main(argv: list[str] | None = None) -> None:
     write_csv(args.out_dir / "patience.csv", rows, COLUMNS)
     write_markdown(args.out_dir / "patience.md", [
         "# Early-stopping patience and fixed epochs, replayed on validation curves", "",
-        "Rows of `patience.csv`, from the recipe runs that trained all 10 epochs "
+        "Rows of `patience.csv`, from the recipe runs that trained every epoch of their budget "
         "(`python benchmarks/patience.py`). `stopping`: early stopping at a patience, or a "
         "fit without validation that keeps its last epoch; `epochs`: trained; `best_epoch`: "
         "the epoch whose weights are kept (1-based); `val_loss`: its validation loss "
-        "(darts' `val_loss`); `val_above_best_pct`: its excess over the best of all 10 "
-        "epochs; `test_mse`: where every seed's kept epoch is one a recorded run kept; "
+        "(darts' `val_loss`); `val_above_best_pct`: its excess over the best of all the "
+        "run's epochs; `test_mse`: where every seed's kept epoch is one a recorded run kept; "
         "`replay_agrees`: seeds whose sibling run at the budget's patience trained the "
         "replayed number of epochs.", "",
         markdown_table(rows, COLUMNS)])
