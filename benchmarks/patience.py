@@ -1,6 +1,7 @@
 """What each early-stopping patience, or a fixed number of epochs, would have picked, read
 from the validation curves of recipe runs that trained every epoch of their budget (the rows
-``..., patience 10`` of ``specs.RECIPES`` at the full protocol, up to 10 epochs).
+``..., patience 10`` of ``specs.RECIPES`` at the full protocol's 10 epochs, and the row of 30
+epochs without early stopping).
 
 Lightning's ``EarlyStopping`` and darts' best-epoch checkpoint only read the validation loss
 of each epoch, and a seeded run follows the same path until it stops, so one run that never
