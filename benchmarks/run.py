@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _data import DEFAULT_DATA, Data, original_scale_mae  # noqa: E402
 from _protocol import (baseline_predict_fn, decoded_patch_statistics,  # noqa: E402
                        evaluate_windows, patch_statistics)
-from specs import BUDGETS, EXPERIMENTS, TABLES  # noqa: E402
+from specs import BUDGETS, EXPERIMENTS, TABLES, TRAINING_OVERRIDES  # noqa: E402
 from tables import RESULTS, append_jsonl, load_jsonl, write_report  # noqa: E402
 
 import variants  # noqa: E402
@@ -145,7 +145,7 @@ def _forecast_run(name, experiment, dataset, horizon, lookback, setting, model, 
         return None
     baseline = spec["family"] in ("repeat", "naive")
     training = {**BUDGETS[budget or experiment["budget"]], **experiment.get("budget_overrides", {})}
-    for option in ("patience", "epochs"):  # a row of its own early stopping or epochs
+    for option in TRAINING_OVERRIDES:  # a row of its own early stopping or epochs
         if option in spec:
             training[option] = spec[option]
     windows = experiment.get("max_train_windows")

@@ -336,8 +336,10 @@ RECIPES = {
         ("R=16, d_model 32, patience 10", {"compression_rate": 16, "d_model": 32,
                                            "patience": 10})]},
 }
-#: Options of a recipe row that set the training, not the model.
-TRAINING_OPTIONS = ("lr", "patience", "epochs")
+#: Options of a recipe row that replace its budget's (``run.py`` puts them in the training).
+TRAINING_OVERRIDES = ("patience", "epochs")
+#: Options of a recipe row that set the training, not the model (a run keeps ``lr`` itself).
+TRAINING_OPTIONS = ("lr", *TRAINING_OVERRIDES)
 RECIPE_MODELS = {name: {**reinpatch(["recipe"], **{"patcher": "learned", "compression_rate": 8,
                                                    "lr_scheduler_cls": None,  # darts' constant
                                                    **{k: v for k, v in options.items()
