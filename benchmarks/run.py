@@ -151,9 +151,10 @@ def _forecast_run(name, experiment, dataset, horizon, lookback, setting, model, 
     windows = experiment.get("max_train_windows")
     if windows and (budget or experiment["budget"]) == "reduced":
         training["max_train_windows"] = windows[dataset]
+    kwargs = {**spec.get("kwargs", {}), **spec.get("dataset_kwargs", {}).get(dataset, {})}
     run = {"experiment": name, "dataset": dataset, "horizon": horizon, "lookback": lookback,
-           "setting": setting, "model": model, "family": spec["family"],
-           "kwargs": spec.get("kwargs", {}), "seed": 0 if baseline else seed,
+           "setting": setting, "model": model, "family": spec["family"], "kwargs": kwargs,
+           "seed": 0 if baseline else seed,
            "budget": budget or experiment["budget"], "training": {} if baseline else training}
     for extra in ("lr", "drop_last"):
         if extra in spec:
@@ -258,6 +259,8 @@ def build_model(run: dict, work_dir: Path, progress: bool, callbacks: tuple = ()
         return variants.make_model(**kwargs, **common)
     from darts import models
 
+    if run["family"] == "patchtst":  # its own instance norm (RevIN) is part of the model
+        return models.NeuralForecastModel(model="PatchTST", model_kwargs=kwargs, **common)
     classes = {"dlinear": models.DLinearModel, "nlinear": models.NLinearModel,
                "tsmixer": models.TSMixerModel, "tide": models.TiDEModel}
     return classes[run["family"]](use_reversible_instance_norm=True, **kwargs, **common)
@@ -373,10 +376,11 @@ def record_of(run: dict, measured: dict, experiment: dict,
 def is_recorded(run: dict, name: str, records: list[dict]) -> bool:
     """Whether ``records`` hold ``run``: its row's identity (the table's keys) and its seed.
     Records converted from earlier scripts carry no run hash, so the identity is what counts."""
-    keys = TABLES[name].keys
+    table = TABLES[name]
     row = record_of(run, {}, EXPERIMENTS[name], code="-")
-    identity = tuple(row.get(k) for k in keys) + (run["seed"],)
-    return identity in {tuple(r.get(k) for k in keys) + (r.get("seed"),) for r in records}
+    identity = tuple(row.get(k) for k in table.keys) + (run["seed"],)
+    return identity in {tuple({**table.defaults, **r}.get(k) for k in table.keys)
+                        + (r.get("seed"),) for r in records}
 
 
 # -- command line ------------------------------------------------------------------------------

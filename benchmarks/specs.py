@@ -19,11 +19,13 @@ from tables import Table
 _LTSF_PATCHES = ("grid_distance", "one_step_share", "first_length", "last_length")
 TABLES: dict[str, Table] = {
     "ltsf": Table(
-        keys=("protocol", "dataset", "horizon", "model"),
-        columns=("protocol", "dataset", "horizon", "model", "test_mse", "test_mse_std",
-                 "n_seeds", "seeds", "test_mae", "val_mse", "epochs", "train_seconds",
-                 *_LTSF_PATCHES, "commit", "date"),
+        keys=("protocol", "dataset", "horizon", "lookback", "model"),
+        columns=("protocol", "dataset", "horizon", "lookback", "model", "test_mse",
+                 "test_mse_std", "n_seeds", "seeds", "test_mae", "val_mse", "epochs",
+                 "train_seconds", *_LTSF_PATCHES, "commit", "date"),
         mean=("test_mse", "test_mae", "val_mse", "epochs", "train_seconds", *_LTSF_PATCHES),
+        # the records before lookbacks were compared all ran at L = 96
+        defaults={"lookback": 96},
         title="LTSF benchmark (normalised MSE / MAE, all test windows)"),
     "events": Table(
         keys=("protocol", "dataset", "horizon", "setting", "model"),
@@ -102,6 +104,16 @@ FLATTEN_SUFFIX = " [flatten head]"
 TUNING_RATES = (4, 8, 16, 24)
 PEER_LRS = (1e-3, 1e-4)
 PEERS = ("dlinear", "nlinear", "tsmixer")
+#: PatchTST's published sizes (Nie et al., ICLR 2023, its supervised scripts) in
+#: neuralforecast's names: the small model on ETTh1/ETTh2, the large one elsewhere; patch 16,
+#: stride 8, batch 128 everywhere.
+PATCHTST_SMALL = {"hidden_size": 16, "n_heads": 4, "encoder_layers": 3,
+                  "linear_hidden_size": 128, "dropout": 0.3, "fc_dropout": 0.3,
+                  "head_dropout": 0.0, "patch_len": 16, "stride": 8}
+PATCHTST_LARGE = {**PATCHTST_SMALL, "hidden_size": 128, "n_heads": 16,
+                  "linear_hidden_size": 256, "dropout": 0.2, "fc_dropout": 0.2}
+PATCHTST_SIZES = {"ETTh1": PATCHTST_SMALL, "ETTh2": PATCHTST_SMALL, "ETTm1": PATCHTST_LARGE,
+                  "ETTm2": PATCHTST_LARGE, "weather": PATCHTST_LARGE}
 TIDE = {"hidden_size": 64}
 
 
@@ -181,9 +193,27 @@ BASELINE_ROWS = {
     "repeat (test truncated: drop_last=32)": {"family": "repeat", "drop_last": 32,
                                               "tags": ["repeat"]},
 }
+
+
+def patchtst(lr: float) -> dict[str, Any]:
+    """darts' ``NeuralForecastModel`` with neuralforecast's PatchTST at its authors' sizes for
+    each dataset (``dataset_kwargs``) and batch, at one learning rate picked on validation."""
+    return {**peer("patchtst", lr), "batch_size": 128, "dataset_kwargs": PATCHTST_SIZES}
+
+
+def by_lookback(spec: dict[str, Any], row: str) -> dict[str, Any]:
+    """``spec`` as a candidate of ``row``: the lookback (among :data:`LOOKBACKS`) of the lowest
+    validation MSE, chosen per dataset and horizon (the picked row keeps its ``lookback``)."""
+    pick = {"group": row, "row": row, "of": len(LOOKBACKS), "keep": True, "over": ["lookback"]}
+    return {**spec, "pick": pick}
+
+
+#: The lookbacks a row chosen by validation picks from.
+LOOKBACKS = (96, 336, 512, 720)
 LTSF_MODELS = {**BASELINE_ROWS, **ltsf_models(), **PRICE_ROW,
                **ltsf_models(FLATTEN_SUFFIX, FLATTEN),
-               **{f"{p} lr={lr:g}": peer(p, lr) for p in PEERS for lr in PEER_LRS}}
+               **{f"{p} lr={lr:g}": peer(p, lr) for p in PEERS for lr in PEER_LRS},
+               **{f"patchtst lr={lr:g}": patchtst(lr) for lr in PEER_LRS}}
 # the flatten-head rows answer to their own tags only
 for _name, _model in LTSF_MODELS.items():
     if _name.endswith(FLATTEN_SUFFIX):
@@ -337,7 +367,7 @@ RECIPES = {
                                            "patience": 10})]},
 }
 #: Options of a recipe row that replace its budget's (``run.py`` puts them in the training).
-TRAINING_OVERRIDES = ("patience", "epochs")
+TRAINING_OVERRIDES = ("patience", "epochs", "batch_size")
 #: Options of a recipe row that set the training, not the model (a run keeps ``lr`` itself).
 TRAINING_OPTIONS = ("lr", *TRAINING_OVERRIDES)
 RECIPE_MODELS = {name: {**reinpatch(["recipe"], **{"patcher": "learned", "compression_rate": 8,

@@ -9,7 +9,8 @@ measured fields, ``commit`` and ``date``, and optionally
   one cell (the keys but the last), the one with the lowest mean validation MSE over the seeds
   every candidate has becomes a row named ``row`` (``partial_row`` when fewer than ``of``
   candidates ran; no row without one); ``set`` adds columns to it; ``keep=False`` hides the
-  candidates' own rows.
+  candidates' own rows; ``over``: keys the contest spans (a row chosen among lookbacks), which
+  the picked row takes from the winner.
 - ``reference``: the model (last key) of the row its ratio divides by, in the same cell.
 
 Rows aggregate the records of one identity over seeds (a seed run twice: the later record).
@@ -21,7 +22,7 @@ import csv
 import json
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -56,6 +57,8 @@ class Table:
         The field ratios and picks compare (picks always choose on ``val_mse``).
     passthrough
         Records are rows already (measurements without seeds): written as they are.
+    defaults
+        Values of keys that older records lack (a key added to a table later).
     title
         The markdown report's heading.
     """
@@ -71,6 +74,7 @@ class Table:
     reference_std: str | None = None
     metric: str = "test_mse"
     passthrough: bool = False
+    defaults: dict[str, Any] = field(default_factory=dict)
     title: str = ""
 
 
@@ -135,7 +139,7 @@ def pick_on_validation(candidates: Sequence[Sequence[dict]]) -> int:
 
 def report_rows(records: Iterable[dict], table: Table) -> list[dict]:
     """The report's rows: seeds aggregated, picked rows added, ratios to reference rows."""
-    records = list(records)
+    records = [{**table.defaults, **r} for r in records]
     if table.passthrough:
         return [{c: r.get(c) for c in table.columns} for r in records]
     groups = by_identity(records, table)
@@ -145,7 +149,9 @@ def report_rows(records: Iterable[dict], table: Table) -> list[dict]:
     for key, runs in groups.items():
         pick = runs[-1].get("pick")
         if pick:
-            contests.setdefault((key[:-1], pick["group"]), []).append(key)
+            spanned = set(pick.get("over", ()))
+            cell = tuple(v for k, v in zip(table.keys[:-1], key) if k not in spanned)
+            contests.setdefault((cell, pick["group"]), []).append(key)
             if not pick.get("keep", True):
                 hidden.add(key)
     picked = []

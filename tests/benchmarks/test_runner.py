@@ -157,6 +157,42 @@ def test_picks_compare_candidates_on_the_seeds_every_candidate_has():
         tables.pick_on_validation([])
 
 
+def test_a_row_chosen_among_lookbacks_takes_the_lookback_of_the_lowest_validation_mse():
+    """A pick ``over`` the lookback compares the candidates of one dataset and horizon across
+    lookbacks (never on test MSE) and keeps the winner's lookback; each lookback keeps its row."""
+    table = Table(keys=("cell", "lookback", "model"),
+                  columns=("cell", "lookback", "model", "test_mse"), mean=("test_mse", "val_mse"))
+    pick = {"group": "m (L by validation)", "row": "m (L by validation)", "of": 2, "keep": True,
+            "over": ["lookback"]}
+    records = [_record("m", 0, test=0.40, val=0.70, lookback=96, pick=pick),
+               _record("m", 0, test=0.30, val=0.80, lookback=512, pick=pick),
+               _record("m", 0, test=0.50, val=0.60, lookback=512, cell="b", pick=pick),
+               _record("m", 0, test=0.20, val=0.90, lookback=96, cell="b", pick=pick)]
+    rows = {(r["cell"], r["lookback"], r["model"]): r["test_mse"]
+            for r in tables.report_rows(records, table)}
+    assert rows[("a", 96, "m (L by validation)")] == 0.40
+    assert rows[("b", 512, "m (L by validation)")] == 0.50
+    assert rows[("a", 512, "m")] == 0.30 and len(rows) == 6
+
+
+def test_old_ltsf_records_without_a_lookback_count_as_lookback_96():
+    records = runner.load_jsonl(RESULTS / "ltsf_runs.jsonl")
+    assert any("lookback" not in r for r in records)
+    rows = tables.report_rows(records, specs.TABLES["ltsf"])
+    assert {r["lookback"] for r in rows} >= {96} and None not in {r["lookback"] for r in rows}
+
+
+def test_patchtst_runs_take_its_published_sizes_for_their_dataset_and_batch_128():
+    runs = runner.plan("ltsf", _args(datasets=["ETTh1", "ETTm1"], horizons=["96"],
+                                     lookback=[336], models=["patchtst"], seeds=[0]))
+    assert {(r["dataset"], r["lr"]) for r in runs} == {
+        (d, lr) for d in ("ETTh1", "ETTm1") for lr in specs.PEER_LRS}
+    for run in runs:
+        assert run["kwargs"] == specs.PATCHTST_SIZES[run["dataset"]]
+        assert run["training"]["batch_size"] == 128 and run["lookback"] == 336
+    assert {r["kwargs"]["hidden_size"] for r in runs} == {16, 128}
+
+
 def test_ratios_divide_by_the_reference_row_of_the_same_cell():
     records = [_record("uniform", 0, 0.5, 0.5, reference="uniform"),
                _record("learned", 0, 0.4, 0.5, reference="uniform"),
@@ -196,8 +232,8 @@ def test_committed_reports_rebuild_from_their_records(name, tmp_path):
 
 
 def test_every_experiment_names_a_table_known_models_and_budgets():
-    families = {"reinpatch", "network", "dlinear", "nlinear", "tsmixer", "tide", "repeat",
-                "naive"}
+    families = {"reinpatch", "network", "dlinear", "nlinear", "tsmixer", "tide", "patchtst",
+                "repeat", "naive"}
     for name, experiment in specs.EXPERIMENTS.items():
         assert name in specs.TABLES
         assert experiment.get("budget", "reduced") in specs.BUDGETS
