@@ -364,7 +364,17 @@ RECIPES = {
         # a fit without validation keeps its last epoch: how far do later epochs move it
         ("30 epochs, no early stopping", {"epochs": 30, "patience": 30}),
         ("R=16, d_model 32, patience 10", {"compression_rate": 16, "d_model": 32,
-                                           "patience": 10})]},
+                                           "patience": 10}),
+        # the long lookback at long horizons, one difference from PatchTST at a time
+        ("R=16, d_model 32, uniform patches, no step skip",
+         {"compression_rate": 16, "d_model": 32, "patcher": "uniform", "readout_skip": False})]},
+    # PatchTST's training: a constant 1e-4, batch 128, more epochs
+    "Adam 1e-4, batch 128, 30 epochs, R=16, d_model 32, uniform patches": {
+        "lr": 1e-4, "batch_size": 128, "epochs": 30, "dropout": 0.2, "compression_rate": 16,
+        "d_model": 32, "patcher": "uniform"},
+    "Adam 1e-4, batch 128, 30 epochs, R=16, d_model 32, uniform patches, no step skip": {
+        "lr": 1e-4, "batch_size": 128, "epochs": 30, "dropout": 0.2, "compression_rate": 16,
+        "d_model": 32, "patcher": "uniform", "readout_skip": False},
 }
 #: Options of a recipe row that replace its budget's (``run.py`` puts them in the training).
 TRAINING_OVERRIDES = ("patience", "epochs", "batch_size")
