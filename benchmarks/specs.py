@@ -329,7 +329,8 @@ RECIPE = "Adam, lr x0.8 an epoch, dropout 0.2"
 #: options. ``optimizer_cls`` and ``lr_scheduler_cls`` name classes of ``torch.optim`` and
 #: ``torch.optim.lr_scheduler`` (records hold names); darts steps a scheduler once an epoch.
 RECIPES = {
-    "Adam, constant lr": {}, "Adam, lr x0.5 an epoch": _decay(0.5),
+    "Adam, constant lr": {}, "Adam, constant lr, EMA": {"ema": 0.995},
+    "Adam, lr x0.5 an epoch": _decay(0.5),
     "Adam, lr x0.8 an epoch": _decay(0.8), "Adam, lr 3e-4": {"lr": 3e-4},
     "AdamW (weight decay 0.05)": {"optimizer_cls": "AdamW",
                                   "optimizer_kwargs": {"weight_decay": 0.05}},
