@@ -3,10 +3,11 @@ average of its weights, and the model predicts with the average."""
 
 from __future__ import annotations
 
-import copy
+import pickle
 
 import numpy as np
 import pytest
+import pytorch_lightning as pl
 import torch
 from support import TINY_DARTS, noisy_sine
 
@@ -15,8 +16,31 @@ from reinpatch_forecast._lightning import quiet_trainer_kwargs
 from reinpatch_forecast.darts import WeightEMA
 
 
-def _fit(make_model, decay: float | None, validate: bool = True, **overrides) -> ReinPatchModel:
-    callbacks = [] if decay is None else [WeightEMA(decay)]
+class RecordSteps(pl.Callback):
+    """The module's parameters after every optimizer step of the latest fit."""
+
+    def __init__(self) -> None:
+        self.steps: list[dict[str, torch.Tensor]] = []
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        self.steps = []
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        self.steps.append({name: value.detach().clone()
+                           for name, value in pl_module.named_parameters()})
+
+
+class PickleDuringFit(pl.Callback):
+    """Pickles the model's WeightEMA at the end of training, while it holds its average."""
+
+    def on_train_end(self, trainer, pl_module) -> None:
+        (ema,) = [c for c in trainer.callbacks if isinstance(c, WeightEMA)]
+        self.pickled = pickle.dumps(ema)
+
+
+def _fit(make_model, decay: float | None, validate: bool = True, callbacks=(),
+         **overrides) -> ReinPatchModel:
+    callbacks = [*callbacks, *([] if decay is None else [WeightEMA(decay)])]
     series = noisy_sine(length=300)
     model = make_model(TINY_DARTS, n_epochs=2, save_checkpoints=True, force_reset=True,
                        pl_trainer_kwargs=quiet_trainer_kwargs(callbacks=callbacks), **overrides)
@@ -25,15 +49,36 @@ def _fit(make_model, decay: float | None, validate: bool = True, **overrides) ->
     return model.fit(series[:260], val_series=series[-(12 + 30):], load_best=True)
 
 
-def test_the_module_ends_with_the_average_of_its_weights(make_model):
-    """After training the module holds the callback's average, not the last step's weights."""
-    model = _fit(make_model, 0.5, validate=False, model_name="ema")
-    (callback,) = [c for c in model.trainer.callbacks if isinstance(c, WeightEMA)]
-    averaged = dict(callback._average_model.module.named_parameters())
+def _exponential_average(steps: list[dict[str, torch.Tensor]], decay: float) -> dict:
+    average = dict(steps[0])
+    for weights in steps[1:]:
+        average = {name: value + (1 - decay) * (weights[name] - value)
+                   for name, value in average.items()}
+    return average
+
+
+def _assert_holds_the_average(model: ReinPatchModel, recorder: RecordSteps, decay: float):
+    assert len(recorder.steps) > 2
+    expected = _exponential_average(recorder.steps, decay)
     for name, value in model.model.named_parameters():
-        torch.testing.assert_close(value, averaged[name], rtol=0, atol=0)
+        torch.testing.assert_close(value, expected[name], rtol=1e-5, atol=1e-6)
+    # and not the last step's weights
+    assert any(not torch.equal(value, recorder.steps[-1][name])
+               for name, value in model.model.named_parameters())
+
+
+def test_the_module_ends_with_the_average_of_its_weights(make_model):
+    """After training the module holds the exponential average of the weights of every step,
+    and a second fit of the same model averages its own steps."""
+    recorder = RecordSteps()
+    model = _fit(make_model, 0.5, validate=False, callbacks=[recorder], model_name="ema")
+    _assert_holds_the_average(model, recorder, 0.5)
+    first = model.predict(3).values()
+    model.fit(noisy_sine(length=300)[:260])
+    _assert_holds_the_average(model, recorder, 0.5)
+    assert not np.array_equal(model.predict(3).values(), first)
     plain = _fit(make_model, None, validate=False, model_name="plain")
-    assert not np.array_equal(model.predict(3).values(), plain.predict(3).values())
+    assert not np.array_equal(first, plain.predict(3).values())
 
 
 def test_same_seed_same_forecast_and_save_load_identical(make_model, tmp_path):
@@ -48,12 +93,29 @@ def test_same_seed_same_forecast_and_save_load_identical(make_model, tmp_path):
     np.testing.assert_array_equal(restored.predict(3).values(), first.predict(3).values())
 
 
+def test_a_fit_resumed_from_a_checkpoint_trains_on(make_model):
+    model = _fit(make_model, 0.9, validate=False, model_name="resumed")
+    trained = model.predict(3).values()
+    # both read the checkpoint of the first fit before either resumed fit writes its own
+    loaded = [ReinPatchModel.load_from_checkpoint("resumed", work_dir=model.work_dir,
+                                                  best=False) for _ in range(2)]
+    resumed = [copy.fit(noisy_sine(length=300)[:260], epochs=3).predict(3).values()
+               for copy in loaded]
+    np.testing.assert_array_equal(resumed[0], resumed[1])
+    assert np.isfinite(resumed[0]).all() and not np.array_equal(resumed[0], trained)
+
+
 def test_a_pickled_callback_keeps_its_decay_not_its_average(make_model):
-    model = _fit(make_model, 0.8, model_name="pickled")
-    (callback,) = [c for c in model.trainer.callbacks if isinstance(c, WeightEMA)]
-    assert callback._average_model is not None
-    clone = copy.deepcopy(callback.__getstate__())
-    assert clone["decay"] == 0.8 and clone["_average_model"] is None and clone["_kwargs"] == {}
+    probe = PickleDuringFit()
+    model = _fit(make_model, 0.8, callbacks=[probe], model_name="pickled")
+    clone = pickle.loads(probe.pickled)
+    assert isinstance(clone, WeightEMA) and clone.decay == 0.8
+    assert len(probe.pickled) == len(pickle.dumps(WeightEMA(0.8)))
+    # the clone trains as a new callback does
+    again = _fit(make_model, None, callbacks=[clone], model_name="again")
+    fresh = _fit(make_model, 0.8, model_name="fresh")
+    np.testing.assert_array_equal(again.predict(3).values(), fresh.predict(3).values())
+    assert model.predict(3).values().shape == (3, 1)
 
 
 @pytest.mark.parametrize("decay", [0, 1, 1.5, -0.1, True, "0.9", None])
