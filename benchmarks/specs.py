@@ -195,17 +195,20 @@ BASELINE_ROWS = {
 }
 
 
+def by_lookback(row: str, candidates: int = 1) -> dict[str, Any]:
+    """The pick of ``row``: among :data:`LOOKBACKS` (and ``candidates`` runs at each), the run
+    of the lowest validation MSE, per dataset and horizon; the row keeps its ``lookback``."""
+    return {"group": row, "row": row, "of": candidates * len(LOOKBACKS), "keep": True,
+            "over": ["lookback"]}
+
+
 def patchtst(lr: float) -> dict[str, Any]:
     """darts' ``NeuralForecastModel`` with neuralforecast's PatchTST at its authors' sizes for
-    each dataset (``dataset_kwargs``) and batch, at one learning rate picked on validation."""
-    return {**peer("patchtst", lr), "batch_size": 128, "dataset_kwargs": PATCHTST_SIZES}
-
-
-def by_lookback(spec: dict[str, Any], row: str) -> dict[str, Any]:
-    """``spec`` as a candidate of ``row``: the lookback (among :data:`LOOKBACKS`) of the lowest
-    validation MSE, chosen per dataset and horizon (the picked row keeps its ``lookback``)."""
-    pick = {"group": row, "row": row, "of": len(LOOKBACKS), "keep": True, "over": ["lookback"]}
-    return {**spec, "pick": pick}
+    each dataset (``dataset_kwargs``) and batch, at one learning rate picked on validation at
+    each lookback, and with the lookback."""
+    spec = peer("patchtst", lr)
+    spec["pick"] = [spec["pick"], by_lookback("patchtst (L by validation)", len(PEER_LRS))]
+    return {**spec, "batch_size": 128, "dataset_kwargs": PATCHTST_SIZES}
 
 
 #: The lookbacks a row chosen by validation picks from.

@@ -10,7 +10,8 @@ measured fields, ``commit`` and ``date``, and optionally
   every candidate has becomes a row named ``row`` (``partial_row`` when fewer than ``of``
   candidates ran; no row without one); ``set`` adds columns to it; ``keep=False`` hides the
   candidates' own rows; ``over``: keys the contest spans (a row chosen among lookbacks), which
-  the picked row takes from the winner.
+  the picked row takes from the winner. ``pick`` may be a list: a candidate of several rows
+  (a peer's learning rate at one lookback, and the lookback).
 - ``reference``: the model (last key) of the row its ratio divides by, in the same cell.
 
 Rows aggregate the records of one identity over seeds (a seed run twice: the later record).
@@ -137,6 +138,12 @@ def pick_on_validation(candidates: Sequence[Sequence[dict]]) -> int:
     return min(range(len(scores)), key=scores.__getitem__)
 
 
+def _picks(record: dict) -> list[dict]:
+    """The picks a record takes part in (a record may be a candidate of several rows)."""
+    pick = record.get("pick")
+    return [] if not pick else list(pick) if isinstance(pick, list) else [pick]
+
+
 def report_rows(records: Iterable[dict], table: Table) -> list[dict]:
     """The report's rows: seeds aggregated, picked rows added, ratios to reference rows."""
     records = [{**table.defaults, **r} for r in records]
@@ -147,18 +154,17 @@ def report_rows(records: Iterable[dict], table: Table) -> list[dict]:
     hidden: set[tuple] = set()
     contests: dict[tuple, list[tuple]] = {}
     for key, runs in groups.items():
-        pick = runs[-1].get("pick")
-        if pick:
+        for pick in _picks(runs[-1]):
             spanned = set(pick.get("over", ()))
             cell = tuple(v for k, v in zip(table.keys[:-1], key) if k not in spanned)
             contests.setdefault((cell, pick["group"]), []).append(key)
             if not pick.get("keep", True):
                 hidden.add(key)
     picked = []
-    for (cell, _), keys in sorted(contests.items(), key=str):
+    for (cell, group), keys in sorted(contests.items(), key=str):
         keys = sorted(keys, key=str)
         best = keys[pick_on_validation([groups[k] for k in keys])]
-        pick = groups[best][-1]["pick"]
+        pick = next(p for p in _picks(groups[best][-1]) if p["group"] == group)
         name = pick["row"] if len(keys) >= pick["of"] else pick.get("partial_row")
         if name is not None:
             picked.append({**rows[best], **pick.get("set", {}), table.keys[-1]: name})

@@ -175,6 +175,22 @@ def test_a_row_chosen_among_lookbacks_takes_the_lookback_of_the_lowest_validatio
     assert rows[("a", 512, "m")] == 0.30 and len(rows) == 6
 
 
+def test_a_peer_picks_its_rate_at_each_lookback_and_the_pair_among_lookbacks():
+    """A record in two picks (a list): the learning rate per lookback, and rate and lookback
+    together; the rate candidates' own rows are hidden."""
+    table = Table(keys=("cell", "lookback", "model"),
+                  columns=("cell", "lookback", "model", "test_mse"), mean=("test_mse", "val_mse"))
+    records = []
+    for lookback, lr, test, val in ((96, 1e-3, 0.41, 0.72), (96, 1e-4, 0.40, 0.71),
+                                    (336, 1e-3, 0.37, 0.69), (336, 1e-4, 0.38, 0.70)):
+        name = f"p (lr={lr:g})"
+        pick = [{"group": "p", "row": "p", "of": 2, "keep": False},
+                {"group": "p (L)", "row": "p (L)", "of": 4, "keep": True, "over": ["lookback"]}]
+        records.append(_record(name, 0, test=test, val=val, lookback=lookback, pick=pick))
+    rows = {(r["lookback"], r["model"]): r["test_mse"] for r in tables.report_rows(records, table)}
+    assert rows == {(96, "p"): 0.40, (336, "p"): 0.37, (336, "p (L)"): 0.37}
+
+
 def test_old_ltsf_records_without_a_lookback_count_as_lookback_96():
     records = runner.load_jsonl(RESULTS / "ltsf_runs.jsonl")
     assert any("lookback" not in r for r in records)
@@ -239,8 +255,7 @@ def test_every_experiment_names_a_table_known_models_and_budgets():
         assert experiment.get("budget", "reduced") in specs.BUDGETS
         for model in experiment["models"].values():
             assert model["family"] in families
-            pick = model.get("pick")
-            if pick:
+            for pick in tables._picks(model):
                 assert {"group", "row", "of", "keep"} <= set(pick)
         defaults = experiment["default_models"]
         for dataset in experiment["datasets"]:
