@@ -36,8 +36,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _data import DEFAULT_DATA, Data, original_scale_mae  # noqa: E402
 from _protocol import (baseline_predict_fn, decoded_patch_statistics,  # noqa: E402
                        evaluate_windows, patch_statistics)
-from specs import BUDGETS, EXPERIMENTS, TABLES, TRAINING_OVERRIDES  # noqa: E402
-from tables import RESULTS, append_jsonl, load_jsonl, write_report  # noqa: E402
+from specs import (BUDGETS, EXPERIMENTS, PUBLISHED, SUMMARY_MODELS, TABLES,  # noqa: E402
+                   TRAINING_OVERRIDES)
+from tables import (RESULTS, append_jsonl, load_jsonl, write_report,  # noqa: E402
+                    write_summary)
 
 import variants  # noqa: E402
 
@@ -388,6 +390,9 @@ def is_recorded(run: dict, name: str, records: list[dict]) -> bool:
 
 def report(name: str, out_dir: Path) -> None:
     rows = write_report(name, TABLES[name], load_jsonl(out_dir / f"{name}_runs.jsonl"), out_dir)
+    if name == "ltsf":
+        write_summary(name, rows, SUMMARY_MODELS, PUBLISHED, EXPERIMENTS[name]["horizons"],
+                      out_dir)
     print(f"[{name}] {len(rows)} rows: {out_dir / (name + '.csv')}")
 
 

@@ -391,6 +391,46 @@ RECIPE_MODELS = {name: {**reinpatch(["recipe"], **{"patcher": "learned", "compre
                         **{k: options[k] for k in TRAINING_OPTIONS if k in options}}
                  for name, options in RECIPES.items()}
 
+# -- published numbers beside ours -------------------------------------------------------------
+
+#: Test MSE published by other code (multivariate, normalised), for H = 96, 192, 336, 720, or
+#: an average over them (``{"avg": x}``): row label -> (lookback, {dataset: numbers}).
+PUBLISHED: dict[str, tuple[str, dict[str, Any]]] = {
+    "EntroPE (its scripts)": ("96", {
+        "ETTh1": [0.3788, 0.4222, 0.4594, 0.4406], "ETTh2": [0.2948, 0.3787, 0.3879, 0.4137],
+        "ETTm1": [0.3153, 0.3627, 0.3880, 0.4496], "ETTm2": [0.1803, 0.2462, 0.3085, 0.4066],
+        "weather": [0.1673, 0.2123, 0.2677, 0.3412]}),
+    "PatchTST (iTransformer's re-run, every window)": ("96", {
+        "ETTh1": [0.414, 0.460, 0.501, 0.500], "ETTh2": [0.302, 0.388, 0.426, 0.431],
+        "ETTm1": [0.329, 0.367, 0.399, 0.454], "ETTm2": [0.175, 0.241, 0.305, 0.402],
+        "weather": [0.177, 0.225, 0.278, 0.354]}),
+    "DLinear (iTransformer's re-run, every window)": ("96", {
+        "ETTh1": [0.386, 0.437, 0.481, 0.519], "ETTh2": [0.333, 0.477, 0.594, 0.831],
+        "ETTm1": [0.345, 0.380, 0.413, 0.474], "ETTm2": [0.193, 0.284, 0.369, 0.554],
+        "weather": [0.196, 0.237, 0.283, 0.345]}),
+    "TimeXer (its paper)": ("96", {"ETTh1": [0.382, 0.429, 0.468, 0.469],
+                                   "ETTm1": [0.318, 0.362, 0.395, 0.452]}),
+    "CycleNet (5 seeds, every window)": ("96", {"ETTh1": {"avg": 0.433}, "ETTm1": {"avg": 0.386},
+                                                "weather": {"avg": 0.255}}),
+    "PatchTST/42 (its paper; test set truncated)": ("336", {
+        "ETTh1": [0.375, 0.414, 0.431, 0.449], "ETTh2": [0.274, 0.339, 0.331, 0.379],
+        "ETTm1": [0.290, 0.332, 0.366, 0.420], "ETTm2": [0.165, 0.220, 0.278, 0.367],
+        "weather": [0.152, 0.197, 0.249, 0.320]}),
+    "PatchTST/64 (its paper; test set truncated)": ("512", {
+        "ETTh1": [0.370, 0.413, 0.422, 0.447], "ETTm1": {"avg": 0.353},
+        "weather": {"avg": 0.226}}),
+    "PatchTST, lookback searched (TFB)": ("searched", {
+        "ETTh1": {"avg": 0.419}, "ETTm1": {"avg": 0.349}, "weather": {"avg": 0.224}}),
+    "DUET, lookback searched (TFB)": ("searched", {
+        "ETTh1": {"avg": 0.398}, "ETTm1": {"avg": 0.338}, "weather": {"avg": 0.218}}),
+    "ReinPatch paper (setting not stated)": ("?", {
+        "ETTh1": {"avg": 0.397}, "ETTm1": {"avg": 0.347}, "ETTm2": {"avg": 0.262}}),
+}
+#: Our rows the summary shows (picked rows by their row name; peers by family).
+SUMMARY_MODELS = ("learned", "uniform R=8", "learned (L by validation)",
+                  "uniform (L by validation)", "patchtst", "patchtst (L by validation)",
+                  "dlinear", "tsmixer", "repeat")
+
 # -- experiments -------------------------------------------------------------------------------
 
 LTSF_DATASETS = ["ETTh1", "ETTh2", "ETTm1", "ETTm2", "weather"]

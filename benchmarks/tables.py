@@ -22,6 +22,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -228,3 +229,56 @@ def write_report(name: str, table: Table, records: Iterable[dict],
             "CSV).\n\n" + markdown_table(rows, shown) + "\n")
     (out_dir / f"{name}.md").write_text(text)
     return rows
+
+
+def _short_name(model: str) -> str:
+    """A row's model without the learning rate its pick chose (``dlinear (lr=0.0001)``)."""
+    return re.sub(r" \(lr=[^)]*\)$", "", model)
+
+
+def summary_rows(rows: Sequence[dict], models: Sequence[str],
+                 published: dict[str, tuple[str, dict]], horizons: Sequence[int],
+                 protocol: str, dataset: str) -> list[dict]:
+    """One row per model and lookback (test MSE per horizon and their mean where every horizon
+    ran), ours first, then the published rows of ``dataset``."""
+    ours: dict[tuple, dict] = {}
+    for row in rows:
+        model = _short_name(row["model"])
+        if row["protocol"] != protocol or row["dataset"] != dataset or model not in models:
+            continue
+        entry = ours.setdefault((models.index(model), row["lookback"]),
+                                {"model": model, "L": row["lookback"]})
+        entry[str(row["horizon"])] = row["test_mse"]
+        entry["seeds"] = min(entry.get("seeds", row["n_seeds"]), row["n_seeds"])
+    out = [ours[k] for k in sorted(ours)]
+    for label, (lookback, numbers) in published.items():
+        if dataset in numbers:
+            values = numbers[dataset]
+            entry = {"model": f"{label} (published)", "L": lookback}
+            entry.update(values if isinstance(values, dict)
+                         else dict(zip(map(str, horizons), values)))
+            out.append(entry)
+    for entry in out:
+        if all(str(h) in entry for h in horizons):
+            entry["avg"] = statistics.fmean(entry[str(h)] for h in horizons)
+    return out
+
+
+def write_summary(name: str, rows: Sequence[dict], models: Sequence[str],
+                  published: dict[str, tuple[str, dict]], horizons: Sequence[int],
+                  out_dir: Path = RESULTS) -> None:
+    """``<name>_summary.md``: per protocol and dataset, our rows beside published ones."""
+    columns = ("model", "L", *map(str, horizons), "avg", "seeds")
+    parts = [f"# {name}: test MSE per horizon, ours beside published numbers\n\nBuilt from "
+             f"`{name}.csv` by `python benchmarks/run.py report`. Ours: every test window, the "
+             "mean over `seeds` seeds (the fewest of the row's horizons); `avg` where all four "
+             "horizons ran. Published rows come from other code (design section 4); some "
+             "truncated the test set.\n"]
+    for protocol in ("full", "reduced"):
+        datasets = list(dict.fromkeys(r["dataset"] for r in rows if r["protocol"] == protocol))
+        for dataset in datasets:
+            table = summary_rows(rows, models, published, horizons, protocol, dataset)
+            if any("(published)" not in r["model"] for r in table):
+                parts.append(f"\n## {dataset}, {protocol} protocol\n\n"
+                             + markdown_table(table, columns) + "\n")
+    (out_dir / f"{name}_summary.md").write_text("".join(parts))

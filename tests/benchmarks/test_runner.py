@@ -191,6 +191,27 @@ def test_a_peer_picks_its_rate_at_each_lookback_and_the_pair_among_lookbacks():
     assert rows == {(96, "p"): 0.40, (336, "p"): 0.37, (336, "p (L)"): 0.37}
 
 
+def test_the_summary_puts_each_model_and_lookback_on_one_row_beside_published_numbers():
+    rows = [{"protocol": "full", "dataset": "D", "horizon": h, "lookback": lookback,
+             "model": model, "test_mse": mse, "n_seeds": seeds}
+            for model, lookback, seeds, values in (
+                ("dlinear (lr=0.0001)", 96, 3, (0.1, 0.2, 0.3, 0.4)),
+                ("learned", 96, 2, (0.2, 0.3)),
+                ("uniform R=4", 96, 3, (0.1,)))
+            for h, mse in zip((96, 192, 336, 720), values)]
+    rows.append({**rows[0], "protocol": "reduced", "test_mse": 9.0})
+    published = {"P": ("336", {"D": [0.5, 0.5, 0.5, 0.5]}), "Q": ("96", {"E": {"avg": 1.0}}),
+                 "S": ("searched", {"D": {"avg": 0.45}})}
+    table = tables.summary_rows(rows, ("learned", "dlinear"), published, (96, 192, 336, 720),
+                                "full", "D")
+    assert [(r["model"], r["L"]) for r in table] == [
+        ("learned", 96), ("dlinear", 96), ("P (published)", "336"), ("S (published)", "searched")]
+    learned, dlinear, p, q = table
+    assert "avg" not in learned and learned["192"] == 0.3 and learned["seeds"] == 2
+    assert dlinear["avg"] == pytest.approx(0.25) and dlinear["720"] == 0.4
+    assert p["avg"] == pytest.approx(0.5) and q["avg"] == 0.45
+
+
 def test_old_ltsf_records_without_a_lookback_count_as_lookback_96():
     records = runner.load_jsonl(RESULTS / "ltsf_runs.jsonl")
     assert any("lookback" not in r for r in records)
