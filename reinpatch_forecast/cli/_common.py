@@ -29,7 +29,8 @@ def one_line(error: BaseException) -> str:
 
 
 def quiet():
-    """Lightning and darts loggers at ERROR, benign warnings hidden, for one command."""
+    """Lightning's and darts' loggers at ERROR for one command (their start-up lines and
+    notices hidden; warnings still show)."""
     return quiet_lightning(logging.ERROR, extra_loggers=("darts",))
 
 

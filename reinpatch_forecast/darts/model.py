@@ -64,7 +64,7 @@ from ..options import (
     document_options,
     options_from,
 )
-from .._lightning import quiet_lightning
+from .._lightning import lightning_output
 from ..checks import check_darts_series, check_saved_file, check_trained, load_error
 from . import _darts_api as darts_api
 from ._darts_fixes import (
@@ -546,6 +546,10 @@ class ReinPatchModel(MixedCovariatesTorchModel):
         series (``use_static_covariates=True``, darts' default) become an embedding of every
         token. darts checks that covariates cover the windows and names the missing span.
 
+        Lightning's start-up lines ("GPU available: ...") show where its progress bar does
+        (``verbose``, else the trainer's ``enable_progress_bar``), as with darts' own models;
+        without them the levels of Lightning's loggers are raised for the call only.
+
         Raises
         ------
         ValueError
@@ -572,7 +576,8 @@ class ReinPatchModel(MixedCovariatesTorchModel):
                 fix="Pass a longer series, or use a smaller input_chunk_length or "
                 "output_chunk_length.",
             )
-        with quiet_lightning(), interruptible(self):
+        verbose = kwargs.get("verbose", args[1] if len(args) > 1 else None)
+        with lightning_output(verbose, self.trainer_params), interruptible(self):
             super().fit(series, past_covariates, future_covariates, val_series,
                         val_past_covariates, val_future_covariates, *args, **kwargs)
         return self
@@ -617,14 +622,15 @@ class ReinPatchModel(MixedCovariatesTorchModel):
                     f"This model was trained with {kind}_covariates: pass the {kind}_covariates "
                     f"of `series` to predict() as well."
                 )
-        with quiet_lightning():
+        verbose = kwargs.get("verbose", args[2] if len(args) > 2 else None)
+        with lightning_output(verbose, self.trainer_params):
             if not args and kwargs.get("trainer") is None:
                 kwargs["trainer"] = darts_api.prediction_trainer(self, kwargs.get("verbose"))
             return super().predict(n, series, past_covariates, future_covariates, *args,
                                    **kwargs)
 
     # darts' export, after the checks that name the fix (the onnx extra, a patcher whose decode
-    # has no ONNX form), without torch.onnx's step log (verbose=False unless given) or notices.
+    # has no ONNX form), without torch.onnx's step log (verbose=False unless given).
     def to_onnx(self, path: str | None = None, **kwargs):
         """Export the prediction path to ONNX; see darts' ``TorchForecastingModel.to_onnx``.
 
@@ -646,8 +652,7 @@ class ReinPatchModel(MixedCovariatesTorchModel):
             )
         _check_exportable(self.network_config.patcher.name)
         kwargs.setdefault("verbose", False)
-        with quiet_lightning():
-            return super().to_onnx(path, **kwargs)
+        return super().to_onnx(path, **kwargs)
 
     # -- persistence ------------------------------------------------------------------------
     # A message naming a missing, truncated or corrupted file, before darts reads it.

@@ -34,7 +34,7 @@ import pandas as pd
 from sktime.forecasting.base import BaseForecaster, ForecastingHorizon
 
 from ..errors import ReinPatchInputError
-from .._lightning import quiet_lightning, quiet_trainer_kwargs
+from .._lightning import quiet_trainer_kwargs
 from ..options import ModelOptions, TrainingOptions, build_network_config, document_options, \
     option_names, options_from
 from ..checks import check_finite_values, check_numeric_columns, numeric_values
@@ -385,8 +385,7 @@ class ReinPatchForecaster(BaseForecaster):
     def _train(model, series: list, covariates: dict | None = None) -> None:
         """Train (or continue training) ``model`` on a list of univariate darts series, with
         their covariates (``{"future_covariates": [...]}`` or past ones) if any."""
-        with quiet_lightning():
-            model.fit(series, verbose=False, **(covariates or {}))
+        model.fit(series, verbose=False, **(covariates or {}))
 
     def _train_on(self, instances, X: pd.DataFrame | None, horizon: int, purpose: str, model):
         """The pipeline of fit, update and pretrain: check ``instances`` (long enough for the
@@ -558,8 +557,7 @@ class ReinPatchForecaster(BaseForecaster):
                 "so predict needs X at the steps of fh. Pass X, or use covariates='past'."
             )
         covariates = self._covariates_for(instances, self._cur_X, "a forecast", n, X)
-        with quiet_lightning():
-            return model.predict(n, series=series, verbose=False, **covariates, **kwargs)
+        return model.predict(n, series=series, verbose=False, **covariates, **kwargs)
 
     def _assemble(self, plans, blocks: list[np.ndarray], columns) -> pd.DataFrame:
         """Stack per-series ``(len(fh), k)`` blocks into sktime's output frame."""

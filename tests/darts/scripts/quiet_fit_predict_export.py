@@ -1,10 +1,11 @@
-"""Fit, predict and export a tiny model with darts' default trainer settings, as a user would;
-then fit one whose callback raises a warning of its own (it must still show).
+"""Fit, predict and export a tiny model as a user would, in three parts that ``MARKERS``
+separate on stderr: with darts' default trainer settings (progress bars and Lightning's
+start-up lines, as darts' own models show them), with ``verbose=False``, and a model whose
+callback raises a warning of its own (it must still show).
 
-Run by ``test_quiet.py``, which reads this process's real stderr: the line ``MARKER``
-separates the two parts. The last stdout line is a JSON object: whether the logger levels and
-filters and the warning filters after the first model's calls are those of before them (the
-calls change no process-wide state).
+Run by ``test_quiet.py``, which reads this process's real stderr. The last stdout line is a
+JSON object: whether the logger levels and filters and the warning filters after each part's
+calls are those of before them (the calls change no process-wide state).
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ from support import TINY_DARTS, noisy_sine  # noqa: E402
 
 from reinpatch_forecast import ReinPatchModel  # noqa: E402
 
-MARKER = "--- a model whose callback warns ---"
-LOGGERS = ("pytorch_lightning", "lightning.pytorch", "lightning_fabric", "lightning", "torch.onnx",
-           "torch.onnx._internal.exporter._registration")
+MARKERS = ("--- verbose=False ---", "--- a model whose callback warns ---")
+LOGGERS = ("", "pytorch_lightning", "lightning.pytorch", "lightning_fabric", "lightning",
+           "torch.onnx", "torch.onnx._internal.exporter._registration")
 
 
 class Warns(pl.Callback):
@@ -47,8 +48,12 @@ def main() -> None:
     model.fit(noisy_sine())
     model.predict(3)
     model.to_onnx(os.path.join(work_dir, "model.onnx"))
-    restored = state() == before
-    print(MARKER, file=sys.stderr, flush=True)
+    restored = {"default": state() == before}
+    print(MARKERS[0], file=sys.stderr, flush=True)
+    model.fit(noisy_sine(), verbose=False)
+    model.predict(3, verbose=False)
+    restored["quiet"] = state() == before
+    print(MARKERS[1], file=sys.stderr, flush=True)
     ReinPatchModel(**TINY_DARTS, work_dir=work_dir,
                    pl_trainer_kwargs={"callbacks": [Warns()]}).fit(noisy_sine())
     print(json.dumps({"restored": restored}))
