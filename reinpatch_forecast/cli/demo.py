@@ -283,6 +283,10 @@ def run_spike_task(patcher: str, steps: int = 200, batch_size: int = 64, seed: i
                    training: dict | None = None) -> SpikeResult:
     """Train :func:`spike_network` by GRPG on fresh spike windows and score it on new ones.
 
+    Every step minimises :attr:`TrainingLosses.loss <reinpatch_forecast.nn.TrainingLosses>`,
+    the loss the darts model's training step returns; the windows are drawn afresh at every
+    step (no series, no data loader), which is why the loop is written here.
+
     Parameters
     ----------
     patcher
@@ -314,7 +318,7 @@ def run_spike_task(patcher: str, steps: int = 200, batch_size: int = 64, seed: i
         x, y, _ = spike_batch(batch_size, generator)
         losses = network.training_losses(x, y)
         optimiser.zero_grad()
-        (losses.backbone_loss + losses.policy_loss).backward()
+        losses.loss.backward()
         optimiser.step()
     seconds = time.perf_counter() - began
     network.eval()

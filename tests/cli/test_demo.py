@@ -6,6 +6,8 @@ patcher wins the spike task is checked at full size in ``tests/nn/test_grpg_lear
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -15,7 +17,7 @@ from reinpatch_forecast.cli.demo import (DemoResult, grid_title, learned_vs_unif
                                          run_spike_task, spike_batch, spike_boundaries,
                                          spike_finding)
 from reinpatch_forecast.darts import PatchBoundaries
-from reinpatch_forecast.nn import uniform_starts
+from reinpatch_forecast.nn import ReinPatchNetwork, uniform_starts
 
 
 def _scores(learned_mse: float, uniform_mse: float, learned_s: float = 30.0,
@@ -74,3 +76,20 @@ def test_spike_task_runs_at_a_tiny_size_and_is_reproducible():
     assert boundaries.components == [f"spike at t = {p}" for p in first.positions]
     line = spike_finding(first, uniform)
     assert f"MSE {first.mse:.3f} vs {uniform.mse:.3f}" in line
+
+
+def test_the_spike_task_trains_through_the_public_training_loss(monkeypatch):
+    """The demo's steps minimise ``TrainingLosses.loss``, the loss the darts model trains on:
+    with that loss's gradient zeroed (its parts untouched), training changes nothing."""
+    untrained = run_spike_task("learned", steps=0, n_test=64)
+    trained = run_spike_task("learned", steps=2, n_test=64)
+    training_losses = ReinPatchNetwork.training_losses
+
+    def without_gradient(self, *args, **kwargs):
+        losses = training_losses(self, *args, **kwargs)
+        return dataclasses.replace(losses, loss=losses.loss * 0)
+
+    monkeypatch.setattr(ReinPatchNetwork, "training_losses", without_gradient)
+    frozen = run_spike_task("learned", steps=2, n_test=64)
+    assert trained.mse != untrained.mse
+    assert frozen.mse == untrained.mse
