@@ -71,7 +71,7 @@ def run_one(size: str, seed: int, scored: int, group: int, steps: int) -> dict:
     sizes = None if size == "uniform" else parse_size(size)
     result = run_spike_task("uniform" if sizes is None else "learned", steps=steps, seed=seed,
                             patcher_sizes=sizes,
-                            training={"scored_series": scored, "group_size": group})
+                            training={"scored_share": scored / BATCH, "group_size": group})
     return {"size": size, "scored_series": scored, "group_size": group, "seed": seed,
             "steps": steps, "spike_mse": result.mse, "near_spike": result.near_spike,
             "train_seconds": round(result.seconds, 2),

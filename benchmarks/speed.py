@@ -49,7 +49,7 @@ PREDICT_BATCH = 256
 def reinpatch_network(lookback: int, patcher: str = "learned", settings: dict | None = None,
                       d_model: int = 64):
     """The network at the package's defaults but for ``settings`` (``make_network`` keywords:
-    ``group_size``, ``scored_series``, ``patcher_hidden_size``, ``patcher_layers``)."""
+    ``group_size``, ``scored_share``, ``patcher_hidden_size``, ``patcher_layers``)."""
     from variants import make_network
 
     torch.manual_seed(0)
@@ -156,16 +156,16 @@ def component_times(lookback: int, repeats: int, warmup: int = 2) -> dict[str, f
     """Time of each part of the default GRPG training step, measured one part at a time."""
     network, train_step, _ = reinpatch(lookback)
     group = network.config.training.group_size
-    scored = network.scored_windows(BATCH, CHANNELS)
+    scored = network.scored_rows(BATCH * CHANNELS)
     generator = torch.Generator().manual_seed(0)
     x = torch.randn(BATCH, lookback, CHANNELS, generator=generator)
     y = torch.randn(BATCH, HORIZON, CHANNELS, generator=generator)
     patcher_input, backbone_input, stats = network._normalise(x)
     patcher_input, backbone_input = patcher_input.detach(), backbone_input.detach()
-    decoded, samples = network._explore(patcher_input, group, scored * CHANNELS)
+    decoded, samples = network._explore(patcher_input, group, scored)
 
     def patcher_part():
-        d, s = network._explore(patcher_input, group, scored * CHANNELS)
+        d, s = network._explore(patcher_input, group, scored)
         (s.log_prob.sum() + d.kl.sum()).backward()
 
     def decode_part():
@@ -173,18 +173,17 @@ def component_times(lookback: int, repeats: int, warmup: int = 2) -> dict[str, f
 
     def scoring_part():
         with torch.no_grad():
-            local = network.backbone.local_features(backbone_input[:scored * CHANNELS])
-            network._score_group(backbone_input, stats, local, None, decoded, samples, scored,
-                                 CHANNELS)
+            local = network.backbone.local_features(backbone_input[:scored])
+            network._score_group(backbone_input, stats, local, None, decoded, samples, scored)
 
     for p in network.parameters():
         p.grad = torch.zeros_like(p)
     optimiser = torch.optim.Adam(network.parameters(), lr=1e-3)
     parts = {
-        f"patcher (scores of all B*C series, {group} samples of {scored * CHANNELS}; "
+        f"patcher (scores of all B*C series, {group} samples of {scored}; "
         "fwd+bwd)": patcher_part,
         "backbone incl. tokeniser on the decode (B*C patchings; fwd+bwd)": decode_part,
-        f"backbone scoring decode + {group} samples of {scored * CHANNELS} series "
+        f"backbone scoring decode + {group} samples of {scored} series "
         "(no grad)": scoring_part,
         "optimiser step": optimiser.step,
     }
@@ -264,15 +263,16 @@ def flop_table(lookback: int, repeats: int, warmup: int) -> list[dict]:
 
 MODELS = [
     {"name": "same network, uniform patches", "family": "reinpatch", "patcher": "uniform"},
-    {"name": "learned, the default (patcher 8x3; G=8 for 32 series)", "family": "reinpatch",
-     "patcher": "learned"},
-    *({"name": f"learned, G={g} for {n} series", "family": "reinpatch", "patcher": "learned",
-       "settings": {"group_size": g, "scored_series": n}} for g, n in ((4, 16), (8, 16), (4, 32))),
+    {"name": "learned, the default (patcher 8x3; G=8 for 1/8 of the series)",
+     "family": "reinpatch", "patcher": "learned"},
+    *({"name": f"learned, G={g} for 1/{parts} of the series", "family": "reinpatch",
+       "patcher": "learned", "settings": {"group_size": g, "scored_share": 1 / parts}}
+      for g, parts in ((8, 16), (4, 8), (8, 4))),
     {"name": "learned, G=8 for every series", "family": "reinpatch", "patcher": "learned",
-     "settings": {"scored_series": BATCH * CHANNELS}},
-    {"name": "learned, patcher 32x4, G=4 for every series (the previous default)",
+     "settings": {"scored_share": 1.0}},
+    {"name": "learned, patcher 32x4, G=4 for every series (a former default)",
      "family": "reinpatch", "patcher": "learned",
-     "settings": {"group_size": 4, "scored_series": BATCH * CHANNELS,
+     "settings": {"group_size": 4, "scored_share": 1.0,
                   "patcher_hidden_size": 32, "patcher_layers": 4}},
     {"name": "frozen learned patcher (foundation, zero-shot)", "family": "reinpatch",
      "patcher": "learned", "frozen": True},

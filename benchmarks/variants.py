@@ -37,7 +37,7 @@ Entry points
     A learned patcher of any policy (:class:`VariantPatcher` for ``"topk"`` and ``"offset"``).
 
 The tables' records name the commit they ran on; the GRPG step and the tokeniser's cost
-changed since (the group is scored with its decode, on a number of series; ``local_out`` reads
+changed since (the group is scored with its decode, on a share of the rows; ``local_out`` reads
 patch means), so re-running a row gives the same method at float-rounding and sampling-noise
 distance, not the same bytes.
 
@@ -522,7 +522,7 @@ def config_values(values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any
     patcher.update(options)
     if isinstance(values.get("patcher"), str):
         patcher["name"] = values.pop("patcher")
-    training = {name: values.pop(name) for name in ("group_size", "kl_coef", "scored_series")
+    training = {name: values.pop(name) for name in ("group_size", "kl_coef", "scored_share")
                 if name in values}
     values.update(backbone=backbone, patcher=patcher, training=training)
     return values, ablation

@@ -121,12 +121,14 @@ class TrainingOptions:
         8, "``G``: patchings sampled per series in a training step and scored against the "
         "decoded one (without gradients).", "int", "patchings sampled per series in a "
         "training step and scored against the decoded one", metavar="G")
-    scored_series: int = _option(
-        32, "Series (windows times components) of each training batch whose group is drawn "
-        "and scored: the first windows of the (shuffled) batch holding that many. The "
+    scored_share: float = _option(
+        0.25, "Share of the rows (windows times components) of each training batch whose "
+        "group is drawn and scored: the first rows of the (shuffled) batch, at least one. The "
         "backbone trains on every window; scoring is the learned patcher's extra cost per "
-        "step, and more scored series give the policy a less noisy gradient.", "int",
-        "series of each training batch whose group of patchings is scored", metavar="S")
+        "step, the same share of a step for one series, many components or a panel, and a "
+        "larger share gives the policy a less noisy gradient.", "float",
+        "share of each training batch's rows (windows x components) whose group of "
+        "patchings is scored", metavar="S")
     kl_coef: float = _option(
         0.1, "Weight of the KL anchor that keeps the policy near its reference (the uniform "
         "grid).", "float", metavar="W")
@@ -243,7 +245,7 @@ def build_network_config(model: ModelOptions, training: TrainingOptions, input_l
                           step_width=model.step_width),
             patcher=PatcherConfig(name=patcher_name, **given),
             training=dict(group_size=training.group_size, kl_coef=training.kl_coef,
-                          scored_series=training.scored_series),
+                          scored_share=training.scored_share),
         )
     except ReinPatchInputError as error:
         raise type(error)(_FACE_NAMES.sub(

@@ -52,6 +52,10 @@ def _probability(text: str) -> float:
     return _number(text, float, lambda v: 0 <= v < 1, "a number in [0, 1)")
 
 
+def _share(text: str) -> float:
+    return _number(text, float, lambda v: 0 < v <= 1, "a number in (0, 1]")
+
+
 def _rates(text: str) -> float | tuple[float, float]:
     """A compression rate ``R``, or a pair ``R1,R2`` for two levels."""
     values = tuple(_positive_float(part) for part in text.split(","))
@@ -66,7 +70,7 @@ _OPTION_TYPES = {
     "n_heads": _positive_int, "n_layers": _positive_int, "dropout": _probability,
     "resample_points": _positive_int, "step_width": _positive_int,
     "group_size": _positive_int,
-    "scored_series": _positive_int,
+    "scored_share": _share,
     "kl_coef": _non_negative_float, "patcher_lr": _positive_float,
 }
 

@@ -411,7 +411,7 @@ class ReinPatchModel(MixedCovariatesTorchModel):
         step_width: int | None = ModelOptions.step_width,
         revin_affine: bool = ModelOptions.revin_affine,
         group_size: int = TrainingOptions.group_size,
-        scored_series: int = TrainingOptions.scored_series,
+        scored_share: float = TrainingOptions.scored_share,
         kl_coef: float = TrainingOptions.kl_coef,
         patcher_lr: float | None = TrainingOptions.patcher_lr,
         use_static_covariates: bool = True,

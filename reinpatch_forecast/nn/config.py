@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from dataclasses import asdict, dataclass, field
 
 from ..errors import ReinPatchInputError
@@ -33,6 +34,15 @@ PARAM_KINDS = ("location", "softplus_scale")
 def _check_positive_int(name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise ReinPatchInputError(f"{name} must be an integer >= 1, got {value!r}.")
+
+
+def _check_share(name: str, value: object, what: str) -> None:
+    if (isinstance(value, bool) or not isinstance(value, numbers.Real)
+            or not 0 < value <= 1):
+        raise ReinPatchInputError(
+            f"{name} must be a number in (0, 1] {what}, got {value!r}; e.g. 0.125 scores "
+            "one row in eight."
+        )
 
 
 def _check_non_negative(name: str, value: object, what: str = "") -> None:
@@ -128,19 +138,18 @@ class TrainingConfig:
         ``G``: patchings sampled per series in a GRPG step and scored against the decoded one.
     kl_coef
         ``lambda_KL``: weight of the KL anchor of the policy to its reference (the uniform grid).
-    scored_series
-        Series (rows: windows times channels) of a batch whose group a GRPG step draws and
-        scores: those of the first ``ceil(scored_series / C)`` windows (batches come
-        shuffled), or all of them in a smaller batch. The backbone trains on the decode of
-        every window; the policy learns from the scored series. Scoring the group is the
-        step's extra cost over uniform patches, and the policy gradient's noise depends on how
-        many samples it averages, not on the batch's size: a count, not a share, keeps both
-        bounded on series with many channels.
+    scored_share
+        Share of the rows (windows times channels) of a batch whose group a GRPG step draws
+        and scores: the first ``ceil(scored_share * B * C)`` rows (batches come shuffled), at
+        least one. The backbone trains on the decode of every row; the policy learns from the
+        scored rows. Scoring the group is the step's extra cost over uniform patches, so a
+        share keeps that cost the same fraction of a step for one series, many channels or a
+        panel, and for any batch size.
     """
 
     group_size: int = 8
     kl_coef: float = 0.1
-    scored_series: int = 32
+    scored_share: float = 0.25
 
     def __post_init__(self) -> None:
         if (isinstance(self.group_size, bool) or not isinstance(self.group_size, int)
@@ -150,7 +159,26 @@ class TrainingConfig:
                 f"scored against the decoded one), got {self.group_size!r}."
             )
         _check_non_negative("kl_coef", self.kl_coef)
-        _check_positive_int("scored_series", self.scored_series)
+        _check_share("scored_share", self.scored_share,
+                     "(the share of a batch's rows whose group a training step scores)")
+
+
+#: The count of scored series that configurations saved before ``scored_share`` carry.
+_LEGACY_SCORED_COUNT = "scored_series"
+
+
+def _without_legacy_training(value: object) -> object:
+    """``value`` without the scored-series count of configurations saved before
+    ``scored_share`` (it sets how a step trains, not the weights, so a saved model loads and
+    forecasts as before; further training uses the default share), with a warning."""
+    if not isinstance(value, dict) or _LEGACY_SCORED_COUNT not in value:
+        return value
+    warnings.warn(
+        f"The training setting {_LEGACY_SCORED_COUNT}={value[_LEGACY_SCORED_COUNT]!r} (a count "
+        f"of series) is replaced by scored_share (a share of a batch's rows); it is ignored "
+        f"and scored_share={value.get('scored_share', TrainingConfig.scored_share)} is used. "
+        "Pass scored_share instead.", FutureWarning, stacklevel=4)
+    return {key: item for key, item in value.items() if key != _LEGACY_SCORED_COUNT}
 
 
 def _nested(value: object, cls: type, name: str) -> object:
@@ -242,7 +270,8 @@ class ReinPatchConfig:
             self.patcher = PatcherConfig(name=self.patcher)
         self.backbone = _nested(self.backbone, BackboneConfig, "backbone")
         self.patcher = _nested(self.patcher, PatcherConfig, "patcher")
-        self.training = _nested(self.training, TrainingConfig, "training")
+        self.training = _nested(_without_legacy_training(self.training), TrainingConfig,
+                                "training")
         self._check_levels()
         if (isinstance(self.input_length, bool)
                 or not isinstance(self.input_length, numbers.Integral) or self.input_length < 2):

@@ -273,9 +273,11 @@ class LearnedPatcher(Patcher):
         Returns
         -------
         tuple of Patching
-            The decode (``starts`` ``(R, 1, N)``; ``kl`` and ``entropy`` ``(Rs,)``, of the
-            sampled rows, with gradients) and the samples (``(Rs, G, N)``, ``log_prob`` with
-            gradients), where ``Rs = sampled_rows``.
+            The decode of every row (every field has ``R`` rows: ``starts`` ``(R, 1, N)``,
+            ``log_prob`` ``(R, 1)``, ``kl`` and ``entropy`` ``(R,)``; those of the first
+            ``Rs`` rows with gradients, the rest without) and the samples of the first ``Rs``
+            rows (``starts`` ``(Rs, G, N)``, ``log_prob`` ``(Rs, G)`` with gradients), where
+            ``Rs = sampled_rows``.
         """
         self._check_budgets(n_patches, n_coarse_patches)
         rows = x.shape[0]
@@ -286,9 +288,9 @@ class LearnedPatcher(Patcher):
             with torch.no_grad():
                 rest = self._draw(self._scores(x[sampled_rows:]), n_patches, n_coarse_patches,
                                   1, False)
-            decoded = dataclasses.replace(decoded, **{
-                name: torch.cat([getattr(decoded, name), getattr(rest, name)])
-                for name in ("starts", "log_prob", "coarse_starts")
-                if getattr(decoded, name) is not None})
+            decoded = Patching(**{
+                field.name: None if getattr(decoded, field.name) is None
+                else torch.cat([getattr(decoded, field.name), getattr(rest, field.name)])
+                for field in dataclasses.fields(Patching)})
         return decoded, self._draw(scores, n_patches, n_coarse_patches, group_size, True,
                                    generator)

@@ -16,6 +16,7 @@ Q : parameters per forecast step (``nr_params``)
 from __future__ import annotations
 
 import dataclasses
+import math
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -62,11 +63,12 @@ class TrainingLosses:
     prediction
         ``(B, H, C, Q)``: the forecast of the decoded patching (with gradients), for metrics.
     mean_reward
-        Mean reward of the decoded patching (``-loss``; detached).
+        Mean reward of the decoded patching over the scored rows (``-loss``; detached).
     advantage
         Mean advantage of the samples over the decode (detached; > 0: exploring pays).
     kl, entropy
-        Mean KL to the reference policy and mean entropy (detached).
+        Mean KL to the reference policy over the scored rows (the term the policy loss
+        weighs by ``kl_coef``) and mean entropy over every row (detached).
     mean_patch_length, patch_length_std, grid_shift
         Statistics of the decoded patching: mean and within-series spread of the patch
         lengths (the mean is ``L / N`` under the exact budget), and the mean distance of a
@@ -307,10 +309,11 @@ class ReinPatchNetwork(nn.Module):
                                     generator=self.sampling_generator(patcher_input.device),
                                     sampled_rows=sampled_rows, **self._coarse_budget())
 
-    def scored_windows(self, batch: int, channels: int) -> int:
-        """Windows of a batch of ``batch`` windows of ``channels`` channels whose group a GRPG
-        step scores: the first ``ceil(scored_series / channels)``, at most ``batch``."""
-        return min(batch, -(-self.config.training.scored_series // channels))
+    def scored_rows(self, rows: int) -> int:
+        """Rows (series: windows times channels) of a batch of ``rows`` whose group a GRPG step
+        scores: ``ceil(scored_share * rows)``, at least one (the first rows of the batch)."""
+        # round first: a share such as 0.1 times 70 rows is 7.000000000000001 in floating point
+        return max(1, math.ceil(round(self.config.training.scored_share * rows, 9)))
 
     def training_losses(
         self,
@@ -324,7 +327,7 @@ class ReinPatchNetwork(nn.Module):
         """Losses of one training step: the GRPG step.
 
         The patcher gives the decoded patching of every window (the one validation and
-        prediction use); the backbone trains on it. The first :meth:`scored_windows` windows
+        prediction use); the backbone trains on it. The first :meth:`scored_rows` rows (series)
         of the batch also draw ``G`` samples each, and their decode and samples are scored
         together without gradients, as one group per series: group dropout gives the
         ``1 + G`` patchings of a series the same masks, so a sample's reward differs from its
@@ -373,9 +376,8 @@ class ReinPatchNetwork(nn.Module):
             return self._backbone_losses(backbone_input, patcher_input, stats, y, batch,
                                          channels, rows, backbone_loss)
         group = group_size or self.config.training.group_size
-        scored = self.scored_windows(batch, channels)
-        decoded, samples = self._explore(patcher_input, group,
-                                         scored * channels)  # (R, 1, N), (Rs, G, N)
+        scored = self.scored_rows(batch * channels)
+        decoded, samples = self._explore(patcher_input, group, scored)  # (R, 1, N), (Rs, G, N)
         local = self.backbone.local_features(backbone_input)  # (R, L, d)
         prediction = self._forecast(backbone_input, decoded.starts, stats, batch, channels,
                                     local, decoded.coarse_starts,
@@ -383,12 +385,15 @@ class ReinPatchNetwork(nn.Module):
         loss = backbone_loss(prediction, y)
         with self._scoring_mode(), self._scoring_randomness(x.device):
             forecasts = self._score_group(backbone_input, stats, local, rows, decoded, samples,
-                                          scored, channels)  # (Bs, 1+G, H, C, Q)
-        targets = y[:scored].unsqueeze(1).expand(-1, group + 1, -1, -1)  # (Bs, 1+G, H, C)
-        per_element = sample_loss(forecasts.flatten(0, 1), targets.flatten(0, 1))  # (S, H, C)
+                                          scored)  # (Rs, 1+G, H, 1, Q)
+        # every scored row is its own one-channel series: (Rs, 1+G, H, 1)
+        targets = y.transpose(1, 2).reshape(batch * channels, 1, -1, 1)[:scored]
+        targets = targets.expand(-1, group + 1, -1, -1)  # (Rs, 1+G, H, 1)
+        per_element = sample_loss(forecasts.flatten(0, 1),
+                                  targets.flatten(0, 1))  # (Rs*(1+G), H, 1)
         loss = self._step_loss(loss, per_element, scored, group)
-        return self._grpg_losses(loss, per_element, prediction, decoded, samples, scored,
-                                 channels, group, self.config.training.kl_coef)
+        return self._grpg_losses(loss, per_element, prediction, decoded, samples, scored, 1,
+                                 group, self.config.training.kl_coef)
 
     def _scoring_mode(self) -> AbstractContextManager:
         """The grad mode the group is scored in: without gradients (rewards are constants)."""
@@ -417,24 +422,26 @@ class ReinPatchNetwork(nn.Module):
             yield
 
     def _step_loss(self, loss: Tensor, per_element: Tensor, scored: int, group: int) -> Tensor:
-        """The backbone's training loss of the step: the decode's ``loss`` (the scored
-        group's losses per element ``(Bs*(1+G), H, C)`` are rewards only)."""
+        """The backbone's training loss of the step: the decode's ``loss`` (the losses per
+        element ``(Rs*(1+G), H, 1)`` of the ``scored`` rows' groups are rewards only)."""
         return loss
 
     def _score_group(self, backbone_input: Tensor, stats: InstanceStats | None, local: Tensor,
                      rows: Covariates | None, decoded: Patching, samples: Patching,
-                     scored: int, channels: int) -> Tensor:
-        """Forecasts ``(Bs, 1+G, H, C, Q)`` of the first ``Bs = scored`` windows under their
-        decode (first) and their ``G`` samples, in one backbone pass."""
-        n = scored * channels  # rows of the scored windows
+                     scored: int) -> Tensor:
+        """Forecasts ``(Rs, 1+G, H, 1, Q)`` of the first ``Rs = scored`` rows under their
+        decode (first) and their ``G`` samples, in one backbone pass; each row is scored as
+        a one-channel series of its own."""
+        n = scored
         starts = torch.cat([decoded.starts[:n], samples.starts], dim=1)  # (Rs, 1+G, N)
         coarse = None
         if decoded.coarse_starts is not None:
             coarse = torch.cat([decoded.coarse_starts[:n], samples.coarse_starts],
                                dim=1)  # (Rs, 1+G, N2)
-        return self._forecast(backbone_input[:n], starts, _first_rows(stats, n), scored,
-                              channels, None if local is None else local[:n], coarse,
-                              covariates=_first_rows(rows, n))  # (Bs, 1+G, H, C, Q)
+        forecasts = self._forecast(backbone_input[:n], starts, _first_rows(stats, n), n, 1,
+                                   None if local is None else local[:n], coarse,
+                                   covariates=_first_rows(rows, n))  # (Rs, 1+G, H, 1, Q)
+        return forecasts
 
     def _backbone_losses(self, backbone_input: Tensor, patcher_input: Tensor,
                          stats: InstanceStats | None, y: Tensor, batch: int, channels: int,
@@ -458,19 +465,24 @@ class ReinPatchNetwork(nn.Module):
                      decoded: Patching, samples: Patching, batch: int, channels: int,
                      group: int, kl_coef: float) -> TrainingLosses:
         """The GRPG losses from the backbone's ``loss`` and the per-element losses
-        ``(B*(1+G), H, C)`` of the decode (first of each series' ``1 + G``) and the samples."""
+        ``(Bs*(1+G), H, C)`` of the scored block (``Bs = batch`` windows of ``channels``;
+        :meth:`training_losses` scores rows, ``channels == 1``) under their decode (first of
+        each series' ``1 + G``) and their samples. The scored series are the first
+        ``Rs = Bs * C`` rows of ``decoded`` ``(R, 1, N)``."""
+        scored = batch * channels
         rewards = -per_element.detach().mean(dim=1).reshape(batch, group + 1, channels)
-        rewards = rewards.transpose(1, 2).reshape(batch * channels, group + 1)  # (R, 1+G)
-        advantages = self_critical_advantages(rewards[:, 1:], rewards[:, 0])  # (R, G)
-        policy = policy_loss(advantages, samples.log_prob, decoded.kl, kl_coef)
+        rewards = rewards.transpose(1, 2).reshape(scored, group + 1)  # (Rs, 1+G)
+        advantages = self_critical_advantages(rewards[:, 1:], rewards[:, 0])  # (Rs, G)
+        policy = policy_loss(advantages, samples.log_prob, decoded.kl[:scored], kl_coef)
         return self._losses(loss, policy.loss, prediction, rewards[:, 0].mean(),
                             (rewards[:, 1:] - rewards[:, :1]).mean(), decoded,
-                            decoded.entropy.detach().mean())
+                            decoded.entropy.detach().mean(), kl=policy.kl)
 
     def _losses(self, backbone_loss: Tensor, policy: Tensor, prediction: Tensor,
                 reward: Tensor, advantage: Tensor, decoded: Patching,
-                entropy: Tensor) -> TrainingLosses:
-        """:class:`TrainingLosses` with the statistics of the decoded patching."""
+                entropy: Tensor, kl: Tensor | None = None) -> TrainingLosses:
+        """:class:`TrainingLosses` with the statistics of the decoded patching; ``kl`` is the
+        mean KL the policy loss anchors (default: that of every row of ``decoded``)."""
         length = self.config.input_length
         starts = decoded.starts[:, 0]  # (R, N)
         lengths = patch_lengths(starts, length).float()  # (R, N)
@@ -486,7 +498,7 @@ class ReinPatchNetwork(nn.Module):
             prediction=prediction,
             mean_reward=reward,
             advantage=advantage,
-            kl=decoded.kl.detach().mean(),
+            kl=decoded.kl.detach().mean() if kl is None else kl,
             entropy=entropy,
             mean_patch_length=mean_length.mean(),
             patch_length_std=(((lengths - mean_length) ** 2 * used).sum(dim=-1, keepdim=True)

@@ -308,7 +308,19 @@ class DensityPolicy(BoundaryPolicy):
     def _cells(self, length: int, n_patches: int,
                device: torch.device) -> tuple[Tensor, Tensor, "CellSteps"]:
         """Cell starts ``(K,)`` and lengths ``(K,)`` (fractional steps), and the steps each
-        cell averages (:class:`CellSteps`)."""
+        cell averages (:class:`CellSteps`); computed once per ``(L, N, device)``."""
+        # Cached: a handful of host and tensor operations that every draw would otherwise
+        # repeat (on a batch of a few windows they cost as much as the draw). Set here, not in
+        # __init__, so a policy pickled without the cache loads.
+        cache = self.__dict__.setdefault("_cell_cache", {})
+        key = (length, n_patches, torch.device(device))
+        if key not in cache:
+            cache[key] = self._new_cells(length, n_patches, device)
+        return cache[key]
+
+    def _new_cells(self, length: int, n_patches: int,
+                   device: torch.device) -> tuple[Tensor, Tensor, "CellSteps"]:
+        """:meth:`_cells`, computed."""
         grid = uniform_starts(length, n_patches, device=device).double()  # (N,)
         gaps = torch.diff(F.pad(grid, (0, 1), value=float(length)))  # (N,)
         part = torch.arange(self.knots, device=device, dtype=torch.float64) / self.knots

@@ -93,11 +93,12 @@ class RevIN(nn.Module):
         return (x - stats.mean) / stats.std  # (R, L)
 
     def _channel_params(self, rows: int) -> tuple[Tensor, Tensor]:
-        """The affine weight and bias of every row, ``(R, 1)`` each (rows channel-fastest)."""
-        repeats = rows // self.n_channels
-        weight = self.weight.repeat(repeats).unsqueeze(-1)  # (R, 1)
-        bias = self.bias.repeat(repeats).unsqueeze(-1)  # (R, 1)
-        return weight, bias
+        """The affine weight and bias of the first ``rows`` rows, ``(R, 1)`` each (rows
+        channel-fastest)."""
+        # modulo, not a repeat: the first rows of a batch (the scored ones of a GRPG step) need
+        # not be whole windows
+        channel = torch.arange(rows, device=self.weight.device) % self.n_channels  # (R,)
+        return self.weight[channel].unsqueeze(-1), self.bias[channel].unsqueeze(-1)  # (R, 1)
 
     def apply_affine(self, z: Tensor) -> Tensor:
         """Apply the affine map to a normalised ``z`` ``(R, L)`` (identity when not affine)."""

@@ -258,7 +258,7 @@ class ReinPatchForecaster(BaseForecaster):
         step_width: int | None = ModelOptions.step_width,
         revin_affine: bool = ModelOptions.revin_affine,
         group_size: int = TrainingOptions.group_size,
-        scored_series: int = TrainingOptions.scored_series,
+        scored_share: float = TrainingOptions.scored_share,
         kl_coef: float = TrainingOptions.kl_coef,
         patcher_lr: float | None = TrainingOptions.patcher_lr,
         batch_size: int = 32,
@@ -285,7 +285,7 @@ class ReinPatchForecaster(BaseForecaster):
         self.step_width = step_width
         self.revin_affine = revin_affine
         self.group_size = group_size
-        self.scored_series = scored_series
+        self.scored_share = scored_share
         self.kl_coef = kl_coef
         self.patcher_lr = patcher_lr
         self.batch_size = batch_size

@@ -51,10 +51,10 @@ def _network(patcher: str, policy: str) -> ReinPatchNetwork:
             # a wide search to find it.
             patcher=dict(name=patcher, density_knots=4, density_sigma=1.0),
             # every window of the batch scored: the signal these thresholds were set with
-            training=dict(group_size=8, scored_series=BATCH)))
+            training=dict(group_size=8, scored_share=1.0)))
     return variants.make_network(
         input_length=LOOKBACK, output_length=HORIZON, compression_rate=LOOKBACK / N_PATCHES,
-        patcher=patcher, policy=policy, group_size=8, scored_series=BATCH, d_model=32,
+        patcher=patcher, policy=policy, group_size=8, scored_share=1.0, d_model=32,
         n_heads=4, n_layers=1, dropout=0.0, use_resampled=False, local_activation=False,
         revin=False,
         # the ablation policies' patcher as they were measured (the package's is smaller)

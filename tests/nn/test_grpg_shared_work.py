@@ -4,7 +4,7 @@ What does not depend on the patching (the normalisation, the local features, the
 skip, the covariate paths) is computed per window, not per patching, and shared by the decode
 and the samples. These tests check that the step gives the losses, forecasts and gradients of
 computing everything per patching, for one and two levels, covariates and the at-most budget,
-and that only the scored series draw samples and reach the policy.
+and that only the scored rows (a share of the batch's rows) draw samples and reach the policy.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def _alone(net, x, starts, coarse, covariates):
 @pytest.mark.parametrize("name", list(SETTINGS))
 def test_shared_work_gives_the_per_patching_forecasts_losses_and_gradients(name, monkeypatch):
     settings = SETTINGS[name]
-    net = small_network(dropout=0.0, **settings).train()
+    net = small_network(dropout=0.0, scored_share=1.0, **settings).train()
     recorder = Recorder(net, monkeypatch)
     x, y, covariates = data(settings)
     losses = net.training_losses(x, y, sample_loss=recorder.sample_loss,
@@ -86,7 +86,8 @@ def test_shared_work_gives_the_per_patching_forecasts_losses_and_gradients(name,
     starts = torch.cat([decoded.starts, samples.starts], dim=1)  # (R, 1+G, N)
     with torch.no_grad():
         alone = _alone(net, x, starts, coarse, covariates)  # (B, 1+G, H, C, Q)
-    scored = recorder.forecasts.reshape(alone.shape)
+    # scored rows b * C + c, each its own series: (R*(1+G), H, 1, Q) -> (B, 1+G, H, C, Q)
+    scored = recorder.forecasts.reshape(B, C, -1, H, alone.shape[-1]).permute(0, 2, 3, 1, 4)
     torch.testing.assert_close(scored, alone, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(losses.prediction.detach(), alone[:, 0], rtol=1e-5, atol=1e-5)
 
@@ -121,24 +122,26 @@ def test_local_out_on_patch_means_and_in_the_skip_is_local_out_on_every_step():
 
 @pytest.mark.parametrize("name", ["one level", "two levels", "covariates"])
 def test_only_the_scored_series_draw_samples_and_reach_the_policy(name, monkeypatch):
-    """With ``scored_series = 3`` and 2 channels, the first 2 windows (4 series) are scored:
-    samples exist for those rows only, the scored forecasts are theirs, and changing the
-    other windows moves the backbone loss but neither the policy loss nor its gradient."""
+    """With ``scored_share = 0.3`` and 4 windows of 2 channels, the first 3 of the 8 rows are
+    scored (one window and a half: rows, not windows): samples exist for those rows only, the
+    scored forecasts are theirs, and changing the other rows moves the backbone loss but
+    neither the policy loss nor its gradient."""
     settings = SETTINGS[name]
-    net = small_network(dropout=0.0, scored_series=3, group_size=3, **settings).train()
-    assert net.scored_windows(B, C) == 2
+    net = small_network(dropout=0.0, scored_share=0.3, group_size=3, **settings).train()
+    assert net.scored_rows(B * C) == 3
     recorder = Recorder(net, monkeypatch)
     x, y, covariates = data(settings, batch=B)
     net._generators.clear()
     losses = net.training_losses(x, y, sample_loss=recorder.sample_loss,
                                  covariates=covariates)
     assert recorder.decoded.starts.shape[:2] == (B * C, 1)
-    assert recorder.samples.starts.shape[:2] == (2 * C, 3)
-    assert recorder.forecasts.shape[0] == 2 * (1 + 3)
+    assert recorder.samples.starts.shape[:2] == (3, 3)
+    assert recorder.forecasts.shape[0] == 3 * (1 + 3)
     grads = torch.autograd.grad(losses.policy_loss, net.patcher_parameters())
 
     changed = x.clone()
-    changed[2:] = changed[2:] * 3.0 + 1.0
+    changed[2:] = changed[2:] * 3.0 + 1.0  # windows 2 and 3: rows 4 to 7
+    changed[1, :, 1] = changed[1, :, 1] * 3.0 + 1.0  # row 3 (window 1, channel 1)
     net._generators.clear()  # the same sampling noise as the first step
     moved = net.training_losses(changed, y, sample_loss=recorder.sample_loss,
                                 covariates=covariates)
@@ -148,18 +151,63 @@ def test_only_the_scored_series_draw_samples_and_reach_the_policy(name, monkeypa
         torch.testing.assert_close(a, b)
 
 
-def test_scored_windows_cover_the_series_asked_for():
-    net = small_network(scored_series=16)
-    assert net.scored_windows(32, 7) == 3  # 21 series
-    assert net.scored_windows(32, 1) == 16
-    assert net.scored_windows(4, 7) == 3
-    assert net.scored_windows(2, 7) == 2  # a small batch is scored whole
-    assert net.scored_windows(8, 321) == 1
+def test_the_scored_rows_are_the_same_share_for_any_channels_and_batch():
+    """A share of the rows, whatever splits them into windows and channels: one series, seven
+    channels and a panel of one-channel windows score the same share of a batch's rows."""
+    net = small_network(scored_share=0.125)
+    for rows in (32, 32 * 7, 64, 256 * 321):
+        assert net.scored_rows(rows) == rows // 8
+    assert net.scored_rows(7 * 4) == 4  # rounded up
+    assert net.scored_rows(3) == 1  # at least one row
+    assert small_network(scored_share=0.1).scored_rows(70) == 7  # no float round-up
+    assert small_network(scored_share=1.0).scored_rows(5) == 5
 
 
-@pytest.mark.parametrize("value", [0, -3, 2.5, True, "16"])
-def test_scored_series_must_be_a_positive_integer(value):
-    with pytest.raises(ReinPatchInputError, match="scored_series"):
-        ReinPatchConfig(input_length=32, output_length=6, training={"scored_series": value})
-    with pytest.raises(ReinPatchInputError, match="scored_series"):
-        small_config(scored_series=value)
+def test_one_channel_and_seven_channels_score_the_same_share_in_a_step(monkeypatch):
+    """Through the training step: the samples drawn are the same share of the rows for a
+    batch of one-channel windows and one of seven-channel windows."""
+    drawn = {}
+    for channels in (1, 7):
+        net = small_network(n_channels=channels, scored_share=0.25, group_size=2)
+        recorder = Recorder(net, monkeypatch)
+        generator = torch.Generator().manual_seed(0)
+        x = torch.randn(8, L, channels, generator=generator).cumsum(1)
+        net.training_losses(x, torch.randn(8, H, channels, generator=generator))
+        drawn[channels] = recorder.samples.starts.shape[0] / recorder.decoded.starts.shape[0]
+    assert drawn == {1: 0.25, 7: 0.25}
+
+
+def test_explore_gives_every_field_of_the_decode_for_every_row():
+    """The decode :meth:`LearnedPatcher.explore` returns has one row per series in every
+    field; the sampled rows' KL carries the gradient the policy loss reads, the others none."""
+    net = small_network(scored_share=0.25, patcher_options={"density_sigma": 0.5})
+    patcher_input = net._normalise(torch.randn(4, L, C).cumsum(1))[0]  # (8, L)
+    decoded, samples = net._explore(patcher_input, 3, 2)
+    for value in (decoded.starts, decoded.log_prob, decoded.kl, decoded.entropy):
+        assert value.shape[0] == 8
+    assert samples.starts.shape[:2] == (2, 3) and samples.log_prob.shape == (2, 3)
+    with torch.no_grad():
+        whole, _ = net._explore(patcher_input, 3, 8)
+    for name in ("starts", "log_prob", "kl", "entropy"):
+        torch.testing.assert_close(getattr(decoded, name), getattr(whole, name))
+    gradient = torch.autograd.grad(decoded.kl.sum(), net.patcher_parameters(),
+                                   allow_unused=True)
+    assert any(g is not None for g in gradient)
+
+
+@pytest.mark.parametrize("value", [0, 0.0, -0.5, 1.5, True, "0.1", float("nan")])
+def test_scored_share_must_be_in_the_unit_interval(value):
+    with pytest.raises(ReinPatchInputError, match="scored_share"):
+        ReinPatchConfig(input_length=32, output_length=6, training={"scored_share": value})
+    with pytest.raises(ReinPatchInputError, match="scored_share"):
+        small_config(scored_share=value)
+
+
+def test_a_saved_config_with_a_scored_series_count_still_builds():
+    """Configurations saved before the share carry a count of series: they build (with the
+    default share, and a warning saying what replaced the count)."""
+    with pytest.warns(FutureWarning):
+        config = ReinPatchConfig(input_length=32, output_length=6,
+                                 training={"group_size": 4, "scored_series": 32})
+    assert config.training.group_size == 4
+    assert config.training.scored_share == ReinPatchConfig(32, 6).training.scored_share

@@ -568,7 +568,7 @@ def test_training_step_rows_line_up_at_two_levels(monkeypatch):
     """Each scored forecast (b, g, c) is x[b, :, c] under that row's patching g at both levels
     (the decode first, then the samples)."""
     torch.manual_seed(0)
-    net = ReinPatchNetwork(hier_config(dropout=0.0))
+    net = ReinPatchNetwork(hier_config(dropout=0.0, scored_share=1.0))
     seen = {}
     explore = net.patcher.explore
 
@@ -586,7 +586,8 @@ def test_training_step_rows_line_up_at_two_levels(monkeypatch):
     decoded, samples = seen["draws"]
     starts = torch.cat([decoded.starts, samples.starts], dim=1)  # (R, 5, N1)
     coarse = torch.cat([decoded.coarse_starts, samples.coarse_starts], dim=1)  # (R, 5, N2)
-    forecasts = seen["forecasts"].reshape(2, 5, 5, 2, 1)  # (B, 1+G, H, C, Q)
+    # scored rows b * C + c, each its own series: (R*(1+G), H, 1, Q) -> (B, 1+G, H, C, Q)
+    forecasts = seen["forecasts"].reshape(2, 2, 5, 5, 1).permute(0, 2, 3, 1, 4)
     series = x.transpose(1, 2).reshape(4, 48)
     stats_ = net.revin.statistics(series)
     normalised = net.revin.normalise(series, stats_)

@@ -27,6 +27,13 @@ def data(seed: int = 0, batch: int = B, length: int = L, channels: int = C):
     return x, y
 
 
+def by_window(forecasts, batch: int = B, channels: int = C):
+    """The scored forecasts ``(R*(1+G), H, 1, Q)`` (rows ``b * C + c``, each its own series) as
+    ``(B, 1+G, H, C, Q)``."""
+    return forecasts.reshape(batch, channels, -1, *forecasts.shape[1:2],
+                             forecasts.shape[-1]).permute(0, 2, 3, 1, 4)
+
+
 def grad_norm(parameters) -> float:
     return float(sum(p.grad.abs().sum() for p in parameters if p.grad is not None))
 
@@ -93,11 +100,11 @@ class Recorder:
 def test_training_step_rows_line_up_with_series_and_patchings(monkeypatch):
     """Each scored forecast (b, g, c) is series x[b, :, c] under that row's patching g (the
     decode first, then the samples), and the backbone loss is the decode's forecast error."""
-    net = network(dropout=0.0)
+    net = network(dropout=0.0, scored_share=1.0)
     recorder = Recorder(net, monkeypatch)
     x, y = data(1)
     losses = net.training_losses(x, y, sample_loss=recorder.sample_loss)
-    forecasts = recorder.forecasts.reshape(B, 5, H, C, 1)  # (B, 1+G, H, C, Q)
+    forecasts = by_window(recorder.forecasts)  # (B, 1+G, H, C, Q)
     assert not recorder.forecasts.requires_grad  # rewards carry no gradient
     torch.testing.assert_close(forecasts[:, 0], losses.prediction.detach())
     torch.testing.assert_close(losses.prediction, net(x), rtol=1e-5, atol=1e-5)
@@ -122,11 +129,11 @@ def test_samples_are_scored_under_the_decodes_dropout_masks(monkeypatch):
     """In training mode with dropout, a sample equal to the decode gets the decode's forecast
     (up to float rounding of a differently shaped batch): the reward difference is the
     patching's, not the dropout mask's."""
-    net = network(dropout=0.5, d_model=32, n_heads=2, scored_series=32).train()
+    net = network(dropout=0.5, d_model=32, n_heads=2, scored_share=1.0).train()
     recorder = Recorder(net, monkeypatch, force_decode_first=True)
     x, y = data(2, batch=16)
     net.training_losses(x, y, sample_loss=recorder.sample_loss)
-    forecasts = recorder.forecasts.reshape(16, 5, H, C, 1)
+    forecasts = by_window(recorder.forecasts, batch=16)
     torch.testing.assert_close(forecasts[:, 0], forecasts[:, 1], rtol=1e-5, atol=1e-5)
     assert not torch.equal(forecasts[:, 0], forecasts[:, 2])  # other patchings do differ
     net.eval()  # the masks were real: without dropout the forecast changes
@@ -135,13 +142,13 @@ def test_samples_are_scored_under_the_decodes_dropout_masks(monkeypatch):
 
 def test_samples_share_masks_on_the_chunked_cpu_path(monkeypatch):
     """Same masks when the backbone splits the rows into chunks (large batches on the CPU)."""
-    net = network(dropout=0.5).train()
+    net = network(dropout=0.5, scored_share=1.0).train()
     monkeypatch.setattr(type(net.backbone), "chunk_elements", 2**10)
     assert net.backbone.chunk_rows(B * C, 4, L, with_local=False) < B * C
     recorder = Recorder(net, monkeypatch, force_decode_first=True)
     x, y = data(3)
     net.training_losses(x, y, sample_loss=recorder.sample_loss)
-    forecasts = recorder.forecasts.reshape(B, 5, H, C, 1)
+    forecasts = by_window(recorder.forecasts)
     torch.testing.assert_close(forecasts[:, 0], forecasts[:, 1], rtol=1e-5, atol=1e-5)
     net.eval()  # the masks were real
     assert not torch.allclose(net(x), forecasts[:, 0], atol=1e-3)
@@ -149,9 +156,10 @@ def test_samples_share_masks_on_the_chunked_cpu_path(monkeypatch):
 
 def test_backbone_and_sample_losses_are_the_given_functions():
     """Custom losses: the backbone loss sees the decoded forecast (B, H, C, Q), the sample loss
-    every scored forecast (B*(1+G), H, C, Q); rewards are minus the sample loss (without
-    dropout, the scoring pass repeats the decode's forecast)."""
-    net = network(nr_params=2, param_kinds=("location", "softplus_scale"), dropout=0.0)
+    every scored forecast, one row (series) at a time (R*(1+G), H, 1, Q); rewards are minus the
+    sample loss (without dropout, the scoring pass repeats the decode's forecast)."""
+    net = network(nr_params=2, param_kinds=("location", "softplus_scale"), dropout=0.0,
+                  scored_share=1.0)
     x, y = data()
     seen = {}
 
@@ -165,7 +173,7 @@ def test_backbone_and_sample_losses_are_the_given_functions():
 
     losses = net.training_losses(x, y, backbone_loss, sample_loss)
     assert seen["backbone"] == ((B, H, C, 2), (B, H, C), True)
-    assert seen["sample"] == ((B * 5, H, C, 2), (B * 5, H, C))
+    assert seen["sample"] == ((B * C * 5, H, 1, 2), (B * C * 5, H, 1))
     expected = (losses.prediction[..., 0] - y).abs().mean()
     torch.testing.assert_close(losses.backbone_loss, expected)
     # the decode's reward is minus its loss per series, averaged over the batch

@@ -230,7 +230,8 @@ def test_head_steps_must_be_a_positive_integer_on_a_step_readout():
 def _learned_network(weight: float) -> ReinPatchNetwork:
     torch.manual_seed(0)
     config = small_config(input_length=32, output_length=8, compression_rate=4, d_model=16,
-                          n_heads=2, dropout=0.0, group_size=3, sample_loss_weight=weight,
+                          n_heads=2, dropout=0.0, group_size=3, scored_share=1.0,
+                          sample_loss_weight=weight,
                           readout="copy")
     return network_of(config).train()
 
@@ -256,8 +257,8 @@ def test_sample_loss_weight_trains_the_backbone_on_the_samples_too(monkeypatch):
 
     def decode_repeated(patcher_input, group, sampled_rows=None):
         decoded, samples = explore(patcher_input, group, sampled_rows)
-        return decoded, dataclasses.replace(samples,
-                                            starts=decoded.starts.expand(-1, group, -1))
+        repeated = decoded.starts[:len(samples.starts)].expand(-1, group, -1)  # sampled rows
+        return decoded, dataclasses.replace(samples, starts=repeated)
 
     monkeypatch.setattr(weighted, "_explore", decode_repeated)
     torch.manual_seed(1)
