@@ -12,7 +12,7 @@ import pytest
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 #: Pages whose ```python blocks are executed, in order, in one namespace per page.
 EXAMPLE_PAGES = ("quickstart_darts.md", "quickstart_sktime.md", "foundation.md", "tuning.md",
-                 "../README.md")
+                 "choosing_parameters.md", "../README.md")
 _PYTHON_BLOCK = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 
 _MISSING = [name for name in ("sphinx", "numpydoc", "myst_parser")
