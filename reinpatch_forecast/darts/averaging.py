@@ -11,15 +11,37 @@ passes it Lightning's hooks, all through Lightning's public API.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import pytorch_lightning as pl
+import torch
 from pytorch_lightning.callbacks import Callback, WeightAveraging
+from torch import Tensor
 from torch.optim.swa_utils import get_ema_multi_avg_fn
 
 from ..errors import ReinPatchInputError
 
-__all__ = ["WeightEMA"]
+__all__ = ["WeightEMA", "ema_with_warmup"]
+
+
+def ema_with_warmup(decay: float, warmup: int) -> Callable[[list[Tensor], list[Tensor], Tensor],
+                                                            None]:
+    """An exponential average whose decay grows with the steps averaged, for ``WeightAveraging``.
+
+    At the ``n``-th update the decay is ``min(decay, (1 + n) / (warmup + n))``: the average
+    spans about ``(warmup + n) / (warmup - 1)`` steps early on, so it follows the fast changes
+    of the first steps instead of holding on to them, and reaches ``decay`` after about
+    ``(decay * warmup - 1) / (1 - decay)`` steps (1,790 for 0.995 and 10). A fit of a few
+    hundred steps thus averages over a share of its steps rather than a fixed number.
+    """
+
+    @torch.no_grad()
+    def update(averaged: list[Tensor], current: list[Tensor], n_averaged: Tensor) -> None:
+        n = float(n_averaged)
+        step_decay = min(decay, (1.0 + n) / (warmup + n))
+        torch._foreach_lerp_(averaged, current, 1.0 - step_decay)
+
+    return update
 
 
 class WeightEMA(Callback):
@@ -36,7 +58,11 @@ class WeightEMA(Callback):
     decay
         The average's weight on its previous value, per optimizer step, in ``(0, 1)``: the
         average spans about ``1 / (1 - decay)`` steps (200 at 0.995). Keep it well below the
-        steps of a fit; with a few dozen steps an epoch, use a smaller one.
+        steps of a fit; with a few dozen steps an epoch, use a smaller one, or ``warmup``.
+    warmup
+        ``None``: the decay is ``decay`` from the first step. An integer ``w >= 2``: the
+        decay at the ``n``-th step is ``min(decay, (1 + n) / (w + n))``
+        (:func:`ema_with_warmup`), so the span adapts to the steps a fit has taken.
 
     Examples
     --------
@@ -44,20 +70,32 @@ class WeightEMA(Callback):
     >>> trainer_kwargs = {"callbacks": [WeightEMA(decay=0.995)]}  # pl_trainer_kwargs
     """
 
-    def __init__(self, decay: float = 0.995) -> None:
+    def __init__(self, decay: float = 0.995, warmup: int | None = None) -> None:
         if isinstance(decay, bool) or not isinstance(decay, (int, float)) or not 0 < decay < 1:
             raise ReinPatchInputError(
                 f"decay must be a number strictly between 0 and 1 (the average's weight on its "
                 f"previous value, per step; 0.995 spans about 200 steps), got {decay!r}."
             )
+        if warmup is not None and (isinstance(warmup, bool) or not isinstance(warmup, int)
+                                   or warmup < 2):
+            raise ReinPatchInputError(
+                f"warmup must be None or an integer of at least 2 (the decay at step n is "
+                f"min(decay, (1 + n) / (warmup + n)); 10 is usual), got {warmup!r}."
+            )
         super().__init__()
         self.decay = float(decay)
+        self.warmup = warmup
         self._averaging: WeightAveraging | None = None
+
+    def _average_fn(self) -> Callable[[list[Tensor], list[Tensor], Tensor], None]:
+        if self.warmup is None:
+            return get_ema_multi_avg_fn(self.decay)
+        return ema_with_warmup(self.decay, self.warmup)
 
     # A fresh average for every fit: a second fit of the same model starts its own.
     def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
         if stage == "fit":
-            self._averaging = WeightAveraging(multi_avg_fn=get_ema_multi_avg_fn(self.decay))
+            self._averaging = WeightAveraging(multi_avg_fn=self._average_fn())
         if self._averaging is not None:
             self._averaging.setup(trainer, pl_module, stage)
 
@@ -107,8 +145,9 @@ class WeightEMA(Callback):
 
     # darts pickles the callback with the model: the decay, not the average or its function.
     def __getstate__(self) -> dict[str, Any]:
-        return {"decay": self.decay}
+        return {"decay": self.decay, "warmup": self.warmup}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.decay = float(state["decay"])
+        self.warmup = state.get("warmup")
         self._averaging = None

@@ -39,8 +39,8 @@ class PickleDuringFit(pl.Callback):
 
 
 def _fit(make_model, decay: float | None, validate: bool = True, callbacks=(),
-         **overrides) -> ReinPatchModel:
-    callbacks = [*callbacks, *([] if decay is None else [WeightEMA(decay)])]
+         warmup: int | None = None, **overrides) -> ReinPatchModel:
+    callbacks = [*callbacks, *([] if decay is None else [WeightEMA(decay, warmup)])]
     series = noisy_sine(length=300)
     model = make_model(TINY_DARTS, n_epochs=2, save_checkpoints=True, force_reset=True,
                        pl_trainer_kwargs=quiet_trainer_kwargs(callbacks=callbacks), **overrides)
@@ -49,17 +49,20 @@ def _fit(make_model, decay: float | None, validate: bool = True, callbacks=(),
     return model.fit(series[:260], val_series=series[-(12 + 30):], load_best=True)
 
 
-def _exponential_average(steps: list[dict[str, torch.Tensor]], decay: float) -> dict:
+def _exponential_average(steps: list[dict[str, torch.Tensor]], decay: float,
+                         warmup: int | None = None) -> dict:
     average = dict(steps[0])
-    for weights in steps[1:]:
-        average = {name: value + (1 - decay) * (weights[name] - value)
+    for n, weights in enumerate(steps[1:], start=1):
+        step_decay = decay if warmup is None else min(decay, (1 + n) / (warmup + n))
+        average = {name: value + (1 - step_decay) * (weights[name] - value)
                    for name, value in average.items()}
     return average
 
 
-def _assert_holds_the_average(model: ReinPatchModel, recorder: RecordSteps, decay: float):
+def _assert_holds_the_average(model: ReinPatchModel, recorder: RecordSteps, decay: float,
+                              warmup: int | None = None):
     assert len(recorder.steps) > 2
-    expected = _exponential_average(recorder.steps, decay)
+    expected = _exponential_average(recorder.steps, decay, warmup)
     for name, value in model.model.named_parameters():
         torch.testing.assert_close(value, expected[name], rtol=1e-5, atol=1e-6)
     # and not the last step's weights
@@ -79,6 +82,19 @@ def test_the_module_ends_with_the_average_of_its_weights(make_model):
     assert not np.array_equal(model.predict(3).values(), first)
     plain = _fit(make_model, None, validate=False, model_name="plain")
     assert not np.array_equal(first, plain.predict(3).values())
+
+
+def test_with_warmup_the_decay_grows_with_the_steps_averaged(make_model):
+    """``warmup=w``: the n-th update uses ``min(decay, (1 + n) / (w + n))``, so a short fit's
+    average follows its later steps more than a constant decay's does."""
+    recorder = RecordSteps()
+    model = _fit(make_model, 0.99, validate=False, callbacks=[recorder], warmup=3,
+                 model_name="warm")
+    _assert_holds_the_average(model, recorder, 0.99, warmup=3)
+    constant = _exponential_average(recorder.steps, 0.99)
+    last = recorder.steps[-1]
+    assert sum(float((p - last[n]).abs().sum()) for n, p in model.model.named_parameters()) < \
+        sum(float((constant[n] - last[n]).abs().sum()) for n in last)
 
 
 def test_same_seed_same_forecast_and_save_load_identical(make_model, tmp_path):
@@ -109,13 +125,20 @@ def test_a_pickled_callback_keeps_its_decay_not_its_average(make_model):
     probe = PickleDuringFit()
     model = _fit(make_model, 0.8, callbacks=[probe], model_name="pickled")
     clone = pickle.loads(probe.pickled)
-    assert isinstance(clone, WeightEMA) and clone.decay == 0.8
+    assert isinstance(clone, WeightEMA) and clone.decay == 0.8 and clone.warmup is None
+    assert pickle.loads(pickle.dumps(WeightEMA(0.9, warmup=10))).warmup == 10
     assert len(probe.pickled) == len(pickle.dumps(WeightEMA(0.8)))
     # the clone trains as a new callback does
     again = _fit(make_model, None, callbacks=[clone], model_name="again")
     fresh = _fit(make_model, 0.8, model_name="fresh")
     np.testing.assert_array_equal(again.predict(3).values(), fresh.predict(3).values())
     assert model.predict(3).values().shape == (3, 1)
+
+
+@pytest.mark.parametrize("warmup", [1, 0, -3, 2.5, True, "10"])
+def test_a_warmup_below_2_or_not_an_integer_is_refused(warmup):
+    with pytest.raises(ValueError, match=r"warmup must be None or an integer of at least 2"):
+        WeightEMA(0.99, warmup)
 
 
 @pytest.mark.parametrize("decay", [0, 1, 1.5, -0.1, True, "0.9", None])
