@@ -239,7 +239,9 @@ def build_model(run: dict, work_dir: Path, progress: bool, callbacks: tuple = ()
     kwargs = dict(run["kwargs"])
     if "ema" in kwargs:  # validate and predict with an exponential average of the weights
         from reinpatch_forecast.darts import WeightEMA
-        common["pl_trainer_kwargs"]["callbacks"].append(WeightEMA(kwargs.pop("ema")))
+        ema = kwargs.pop("ema")  # a decay, or the callback's keyword arguments
+        common["pl_trainer_kwargs"]["callbacks"].append(
+            WeightEMA(**ema) if isinstance(ema, dict) else WeightEMA(ema))
     common["optimizer_kwargs"].update(kwargs.pop("optimizer_kwargs", {}))
     for key, module in (("optimizer_cls", "optim"), ("lr_scheduler_cls", "optim.lr_scheduler")):
         if isinstance(kwargs.get(key), str):  # a class of torch.optim named in the record

@@ -24,8 +24,10 @@ from ..errors import ReinPatchInputError
 __all__ = ["WeightEMA", "ema_with_warmup"]
 
 
-def ema_with_warmup(decay: float, warmup: int) -> Callable[[list[Tensor], list[Tensor], Tensor],
-                                                            None]:
+AverageFn = Callable[[list[Tensor], list[Tensor], Tensor], None]
+
+
+def ema_with_warmup(decay: float, warmup: int) -> AverageFn:
     """An exponential average whose decay grows with the steps averaged, for ``WeightAveraging``.
 
     At the ``n``-th update the decay is ``min(decay, (1 + n) / (warmup + n))``: the average
@@ -87,7 +89,7 @@ class WeightEMA(Callback):
         self.warmup = warmup
         self._averaging: WeightAveraging | None = None
 
-    def _average_fn(self) -> Callable[[list[Tensor], list[Tensor], Tensor], None]:
+    def _average_fn(self) -> AverageFn:
         if self.warmup is None:
             return get_ema_multi_avg_fn(self.decay)
         return ema_with_warmup(self.decay, self.warmup)
