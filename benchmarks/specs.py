@@ -181,7 +181,8 @@ def ltsf_models(suffix: str = "", head: dict | None = None) -> dict[str, dict]:
 #: (zero-shot)``: a foundation patcher pretrained that way).
 PRICE_ROW = {
     "learned (patcher 8x3, G=8, 32 series)": reinpatch(
-        ["price"], patcher="learned", compression_rate=8, group_size=8, scored_series=32),
+        # 32 of a batch's 224 rows (32 windows of ETTh1's seven channels)
+        ["price"], patcher="learned", compression_rate=8, group_size=8, scored_share=1 / 7),
     # the foundation patcher pretrained at those defaults, used frozen
     "foundation (patcher 8x3, 32 series, zero-shot)": reinpatch(
         ["price_foundation"], patcher="pretrained", compression_rate=8),

@@ -20,12 +20,16 @@ def test_quick_run_times_both_models(tmp_path: Path):
     subprocess.run([sys.executable, str(BENCHMARKS / "api_timing.py"), "--quick", "--out-dir",
                     str(out)], cwd=tmp_path, check=True, capture_output=True, text=True)
     with (out / "api_timing.csv").open() as handle:
-        rows = {row["model"]: row for row in csv.DictReader(handle)}
-    assert set(rows) == {"learned", "uniform"}
-    for row in rows.values():
+        rows = {(row["shape"], row["model"]): row for row in csv.DictReader(handle)}
+    shapes = {shape for shape, _ in rows}
+    assert set(rows) == {(shape, m) for shape in shapes for m in ("learned", "uniform")}
+    assert {"seven channels", "one series"} < shapes and len(shapes) == 3
+    for (shape, _), row in rows.items():
         assert float(row["fit_s"]) > 0 and float(row["forecast_s"]) > 0
-        assert (int(row["train_windows"]), int(row["forecasts"])) == (256, 50)
-    assert float(rows["uniform"]["fit_x_uniform"]) == 1.0
+        if shape in ("seven channels", "one series"):
+            assert (int(row["train_windows"]), int(row["forecasts"])) == (256, 50)
+        assert float(rows[shape, "uniform"]["fit_x_uniform"]) == 1.0
+    assert int(rows["one series", "learned"]["channels"]) == 1
     assert "| learned |" in (out / "api_timing.md").read_text()
 
 
