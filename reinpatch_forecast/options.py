@@ -35,12 +35,21 @@ __all__ = ["ModelOptions", "TrainingOptions", "OPTION_CLASSES", "option_names",
            "PRETRAINING", "option_default"]
 
 
-def _option(default: Any, help: str, type_doc: str, flag_help: str | None = None,
-            **cli: Any) -> Any:
+#: The ``section`` of an option that is a field of ``ReinPatchConfig`` itself.
+ROOT = "root"
+
+
+def _option(default: Any, help: str, type_doc: str, section: str | None) -> Any:
     """A dataclass field with its documentation (numpydoc ``type_doc`` and ``help``) and the
-    ``argparse`` settings of its command-line flag (``cli``; ``flag_help`` overrides ``help``)."""
+    place of its value in the network's configuration.
+
+    ``section`` names where :func:`build_network_config` puts the option in
+    :class:`~reinpatch_forecast.nn.ReinPatchConfig`, always under the option's own name:
+    :data:`ROOT` for a field of the configuration itself, ``"backbone"`` or ``"training"`` for a
+    field of that nested section, ``None`` for an option the faces resolve themselves.
+    """
     return field(default=default, metadata={"help": help, "type_doc": type_doc,
-                                            "flag_help": flag_help or help, "cli": cli})
+                                            "section": section})
 
 
 @dataclass(frozen=True)
@@ -56,14 +65,12 @@ class ModelOptions:
         8, "Average patch length: every series gets exactly ``ceil(L / compression_rate)`` "
         "patches. With ``levels=2``, a pair ``(R1, R2)``: ``N1 = ceil(L / R1)`` fine patches "
         "and ``N2 = ceil(N1 / R2)`` coarse ones, e.g. ``(4, 4)`` for 4x then 16x overall.",
-        "float or (float, float)",
-        "average patch length R: ceil(L / R) patches per window; with --levels 2 a pair "
-        "'R1,R2'", metavar="R")
+        "float or (float, float)", section=ROOT)
     levels: int = _option(
         1, "Boundary levels: 1, or 2 for coarse patches nested in the fine ones (hierarchical "
         "patching; the backbone runs blocks on the fine tokens, pools them into coarse tokens, "
-        "runs blocks there and reads both).", "int", "boundary levels: 1, or 2 for coarse "
-        "patches nested in the fine ones", choices=(1, 2))
+        "runs blocks there and reads both).", "int", section=ROOT)
+    # the faces turn a patcher object or file into the patcher's name and its weights
     patcher: str | os.PathLike | LearnedPatcher | dict = _option(
         "learned", "``\"learned\"`` (ReinPatch), ``\"uniform\"`` (fixed patches, "
         "PatchTST-like), ``\"random\"``, ``\"volatility\"`` (cut at the largest jumps), or a "
@@ -71,41 +78,34 @@ class ModelOptions:
         "``\"pretrained\"`` (the one shipped in the package), a "
         ":class:`~reinpatch_forecast.nn.LearnedPatcher` or the path of one saved with "
         ":func:`~reinpatch_forecast.patcher_io.save_patcher`.",
-        "str, path or LearnedPatcher",
-        "learned, uniform, random, volatility, pretrained (the foundation patcher shipped in "
-        "the package, frozen), or the file of a saved foundation patcher",
-        metavar="NAME_OR_FILE")
+        "str, path or LearnedPatcher", section=None)
     patcher_init: str | os.PathLike | LearnedPatcher | dict | None = _option(
         None, "With ``patcher=\"learned\"``: start GRPG from these weights (``\"pretrained\"``, "
         "a ``LearnedPatcher`` or the path of a saved patcher) and train them end to end; "
         "``None`` starts from a new patcher (which decodes the uniform grid).",
-        "str, path, LearnedPatcher or None",
-        "with --patcher learned: start from this patcher ('pretrained' or a file)",
-        metavar="NAME_OR_FILE")
+        "str, path, LearnedPatcher or None", section=None)
     budget: str = _option(
         "exact", "How the compression rate bounds the tokens: ``\"exact\"`` (``N = "
         "ceil(L / R)`` patches for every series) or ``\"at_most\"`` (the paper's minimum "
         "compression rate: the learned patcher also chooses, per series, to use 1/4, 1/2, 3/4 "
         "or all of the ``N`` token slots; learned patcher and one level only).", "str",
-        "how the compression rate bounds the tokens: exact, or at_most (the learned patcher "
-        "may use fewer)", choices=("exact", "at_most"))
-    d_model: int = _option(64, "Width of the Transformer.", "int", metavar="D")
-    n_heads: int = _option(4, "Attention heads.", "int")
-    n_layers: int = _option(2, "Transformer layers.", "int")
+        section=ROOT)
+    d_model: int = _option(64, "Width of the Transformer.", "int", section="backbone")
+    n_heads: int = _option(4, "Attention heads.", "int", section="backbone")
+    n_layers: int = _option(2, "Transformer layers.", "int", section="backbone")
     dropout: float = _option(0.2, "Dropout rate (encoder layers and the head's input).",
-                             "float", metavar="P")
+                             "float", section="backbone")
     resample_points: int | None = _option(
         None, "Points each patch is resampled to (area resampling) for its shape token; "
         "``None``: ``ceil(compression_rate)``, every value of a uniform patch.", "int or None",
-        "points each patch is resampled to (default: ceil(R))", metavar="P")
+        section="backbone")
     step_width: int | None = _option(
         None, "Features per time step that the head reads (``input_chunk_length`` times this "
         "many in all); ``None``: ``d_model // resample_points``, as many as the tokens of "
-        "the uniform grid hold.", "int or None",
-        "features per time step the head reads (default: d_model // P)", metavar="K")
+        "the uniform grid hold.", "int or None", section="backbone")
     revin_affine: bool = _option(
         False, "Learn a per-component affine map in the instance normalisation.", "bool",
-        "learn an affine map in the instance normalisation")
+        section=ROOT)
 
 
 @dataclass(frozen=True)
@@ -119,23 +119,20 @@ class TrainingOptions:
 
     group_size: int = _option(
         8, "``G``: patchings sampled per series in a training step and scored against the "
-        "decoded one (without gradients).", "int", "patchings sampled per series in a "
-        "training step and scored against the decoded one", metavar="G")
+        "decoded one (without gradients).", "int", section="training")
     scored_share: float = _option(
         0.25, "Share of the rows (windows times components) of each training batch whose "
         "group is drawn and scored: the first rows of the (shuffled) batch, at least one. The "
         "backbone trains on every window; scoring is the learned patcher's extra cost per "
         "step, the same share of a step for one series, many components or a panel, and a "
-        "larger share gives the policy a less noisy gradient.", "float",
-        "share of each training batch's rows (windows x components) whose group of "
-        "patchings is scored", metavar="S")
+        "larger share gives the policy a less noisy gradient.", "float", section="training")
     kl_coef: float = _option(
         0.1, "Weight of the KL anchor that keeps the policy near its reference (the uniform "
-        "grid).", "float", metavar="W")
+        "grid).", "float", section="training")
+    # a setting of the optimizer (the Lightning module's), not of the network
     patcher_lr: float | None = _option(
         None, "Learning rate of the patcher; ``None`` uses 3x the backbone's learning rate.",
-        "float or None", "learning rate of the patcher (default: 3x the learning rate)",
-        metavar="LR")
+        "float or None", section=None)
 
 
 #: The option dataclasses, in the order the faces list their parameters.
@@ -235,21 +232,25 @@ def build_network_config(model: ModelOptions, training: TrainingOptions, input_l
     patcher_fields = set(PatcherConfig.__dataclass_fields__) - {"name"}
     given = {key: value for key, value in (given_patcher_config or {}).items()
              if key in patcher_fields}
+    sections = network_sections(model, training)
     try:
-        return ReinPatchConfig(
-            input_length=input_length, output_length=output_length,
-            compression_rate=model.compression_rate, levels=model.levels, budget=model.budget,
-            revin_affine=model.revin_affine,
-            backbone=dict(d_model=model.d_model, n_heads=model.n_heads, n_layers=model.n_layers,
-                          dropout=model.dropout, resample_points=model.resample_points,
-                          step_width=model.step_width),
-            patcher=PatcherConfig(name=patcher_name, **given),
-            training=dict(group_size=training.group_size, kl_coef=training.kl_coef,
-                          scored_share=training.scored_share),
-        )
+        return ReinPatchConfig(input_length=input_length, output_length=output_length,
+                               **sections.pop(ROOT), **sections,
+                               patcher=PatcherConfig(name=patcher_name, **given))
     except ReinPatchInputError as error:
         raise type(error)(_FACE_NAMES.sub(
             lambda match: _FACE_WORDS[match.group(0)], str(error))) from None
+
+
+def network_sections(model: ModelOptions, training: TrainingOptions) -> dict[str, dict]:
+    """The options' values by the section of the network's configuration each one names
+    (see :func:`_option`): ``{ROOT: {...}, "backbone": {...}, "training": {...}}``."""
+    sections: dict[str, dict] = {ROOT: {}}
+    for options in (model, training):
+        for f in fields(options):
+            if f.metadata["section"] is not None:
+                sections.setdefault(f.metadata["section"], {})[f.name] = getattr(options, f.name)
+    return sections
 
 
 #: The network's names of the lengths and the faces' (darts' and sktime's) names of them.
@@ -300,7 +301,8 @@ def document_options(text: str, indent: int = 4, types: bool = False,
 
 
 def add_option_flags(parser: Any, parse: Mapping[str, Callable[[str], Any]],
-                     skip: tuple[str, ...] = ()) -> None:
+                     skip: tuple[str, ...] = (),
+                     flags: Mapping[str, Mapping[str, Any]] | None = None) -> None:
     """Add ``--flag`` for every option (but ``skip``) to an ``argparse`` parser.
 
     Parameters
@@ -311,14 +313,18 @@ def add_option_flags(parser: Any, parse: Mapping[str, Callable[[str], Any]],
         The argument type of each option that is not a plain string (by option name).
     skip
         Options the command sets itself.
+    flags
+        ``add_argument`` settings of each option's flag (``help``, ``metavar``, ``choices``),
+        by option name; a flag without ``help`` shows the option's documentation, and every
+        help ends with the default.
     """
     for f in option_fields():
         if f.name in skip:
             continue
         flag = "--" + f.name.replace("_", "-")
-        cli = dict(f.metadata["cli"])
+        settings = dict((flags or {}).get(f.name, {}))
         default = _default(f)
-        text = f.metadata["flag_help"].replace("``", "").rstrip(".")
+        text = settings.pop("help", f.metadata["help"]).replace("``", "").rstrip(".")
         help_text = text[0].lower() + text[1:]
         if "(default" not in help_text:
             help_text += f" (default: {default})"
@@ -327,9 +333,8 @@ def add_option_flags(parser: Any, parse: Mapping[str, Callable[[str], Any]],
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=default,
                                 help=help_text)
             continue
-        if "action" not in cli:
-            cli["type"] = parse.get(f.name, str)
-        parser.add_argument(flag, default=default, help=help_text, **cli)
+        settings.setdefault("type", parse.get(f.name, str))
+        parser.add_argument(flag, default=default, help=help_text, **settings)
 
 
 for _cls in OPTION_CLASSES:

@@ -11,8 +11,10 @@ from reinpatch_forecast import ReinPatchForecaster, ReinPatchModel
 from reinpatch_forecast.cli import build_parser
 from reinpatch_forecast.options import (
     OPTION_CLASSES,
+    ROOT,
     ModelOptions,
     TrainingOptions,
+    build_network_config,
     option_names,
     options_from,
 )
@@ -41,6 +43,7 @@ def test_every_option_has_a_default_documentation_and_a_flag_type():
         for f in fields(cls):
             assert f.default is not MISSING, f.name
             assert f.metadata["help"] and f.metadata["type_doc"], f.name
+            assert "section" in f.metadata, f"{f.name} does not say where it lands"
 
 
 @pytest.mark.parametrize("face", [ReinPatchModel, ReinPatchForecaster])
@@ -146,3 +149,35 @@ def test_a_nested_config_round_trips_through_plain_values():
     assert ReinPatchConfig(**values) == config
     assert ReinPatchConfig(**values).backbone.resample_points == 4  # ceil(R1), resolved once
     assert len(fields(ReinPatchConfig)) <= 20
+
+
+#: A value other than the default for every option with a section of the network's
+#: configuration, and the other options such a value needs.
+OTHER_VALUES = {
+    "compression_rate": (4, {}), "levels": (2, {"compression_rate": (4, 2)}),
+    "budget": ("at_most", {}), "d_model": (32, {"n_heads": 2}), "n_heads": (2, {}),
+    "n_layers": (3, {}), "dropout": (0.1, {}), "resample_points": (3, {}),
+    "step_width": (2, {}), "revin_affine": (True, {}), "group_size": (3, {}),
+    "scored_share": (0.5, {}), "kl_coef": (0.3, {}),
+}
+#: The options that are not in the network's configuration, and where they go instead.
+RESOLVED_BY_THE_FACES = {
+    "patcher": "the patcher's name (PatcherConfig.name) and, for an object or file, its weights",
+    "patcher_init": "the learned patcher's starting weights",
+    "patcher_lr": "the Lightning module's optimizer (a parameter group)",
+}
+
+
+@pytest.mark.parametrize("f", [f for cls in OPTION_CLASSES for f in fields(cls)],
+                         ids=lambda f: f.name)
+def test_every_option_reaches_the_config_field_its_declaration_names(f):
+    section = f.metadata["section"]
+    if section is None:
+        assert f.name in RESOLVED_BY_THE_FACES, f"{f.name} reaches no configuration field"
+        return
+    value, needs = OTHER_VALUES[f.name]
+    assert value != f.default, f.name
+    model, training = options_from({**needs, f.name: value})
+    config = build_network_config(model, training, 24, 6, patcher_name="learned")
+    holder = config if section == ROOT else getattr(config, section)
+    assert getattr(holder, f.name) == (tuple(value) if isinstance(value, tuple) else value)

@@ -1,6 +1,7 @@
 """The argument parser: one subparser per subcommand, argument types with one-line errors.
 
-The model's own flags come from :mod:`~reinpatch_forecast.options` (``add_option_flags``).
+The model's own flags come from :mod:`~reinpatch_forecast.options` (``add_option_flags``), with
+the help, metavar and choices of :data:`_OPTION_FLAGS`.
 """
 
 from __future__ import annotations
@@ -72,6 +73,36 @@ _OPTION_TYPES = {
     "group_size": _positive_int,
     "scored_share": _share,
     "kl_coef": _non_negative_float, "patcher_lr": _positive_float,
+}
+
+#: The help, metavar and choices of each model option's flag; a flag without help shows the
+#: option's documentation (``options.add_option_flags``).
+_OPTION_FLAGS: dict[str, dict[str, Any]] = {
+    "compression_rate": dict(metavar="R", help="average patch length R: ceil(L / R) patches "
+                             "per window; with --levels 2 a pair 'R1,R2'"),
+    "levels": dict(choices=(1, 2), help="boundary levels: 1, or 2 for coarse patches nested in "
+                   "the fine ones"),
+    "patcher": dict(metavar="NAME_OR_FILE", help="learned, uniform, random, volatility, "
+                    "pretrained (the foundation patcher shipped in the package, frozen), or the "
+                    "file of a saved foundation patcher"),
+    "patcher_init": dict(metavar="NAME_OR_FILE", help="with --patcher learned: start from this "
+                         "patcher ('pretrained' or a file)"),
+    "budget": dict(choices=("exact", "at_most"), help="how the compression rate bounds the "
+                   "tokens: exact, or at_most (the learned patcher may use fewer)"),
+    "d_model": dict(metavar="D"),
+    "dropout": dict(metavar="P"),
+    "resample_points": dict(metavar="P", help="points each patch is resampled to (default: "
+                            "ceil(R))"),
+    "step_width": dict(metavar="K", help="features per time step the head reads (default: "
+                       "d_model // P)"),
+    "revin_affine": dict(help="learn an affine map in the instance normalisation"),
+    "group_size": dict(metavar="G", help="patchings sampled per series in a training step and "
+                       "scored against the decoded one"),
+    "scored_share": dict(metavar="S", help="share of each training batch's rows (windows x "
+                         "components) whose group of patchings is scored"),
+    "kl_coef": dict(metavar="W"),
+    "patcher_lr": dict(metavar="LR", help="learning rate of the patcher (default: 3x the "
+                       "learning rate)"),
 }
 
 
@@ -178,7 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="training epochs (default: %(default)s)")
     # The model's options (reinpatch_forecast.options): the flags, defaults and help of every
     # one, as the darts model and the sktime forecaster take them.
-    add_option_flags(fit, _OPTION_TYPES)
+    add_option_flags(fit, _OPTION_TYPES, flags=_OPTION_FLAGS)
     fit.add_argument("--batch-size", type=_positive_int, default=32,
                      help="training windows per batch (default: %(default)s)")
     fit.add_argument("--learning-rate", type=_positive_float, default=1e-3, metavar="LR",
