@@ -3,12 +3,13 @@
 Each comes through a hook darts or Lightning offer, and each has the test that shows the
 failure it prevents:
 
-* :func:`default_model_name`: a model name of its own for every model; darts' default is
+* :func:`torch_model_kwargs` applies the two fixes of darts' constructor arguments:
+  :func:`default_model_name`, a model name of its own for every model (darts' default is
   shared by the models a process creates within one second, which then overwrite each other's
-  checkpoints (``test_processes_and_models_with_default_names_keep_their_own_checkpoints``).
-* :func:`create_run_folder`: the model's folder made before darts checks for it; darts checks
-  that the folder exists, then creates it, so of two processes starting models in one new
-  ``work_dir`` the slower fails (``test_a_work_dir_created_by_another_process_meanwhile...``).
+  checkpoints: ``test_processes_and_models_with_default_names_keep_their_own_checkpoints``),
+  and :func:`create_run_folder`, the model's folder made before darts checks for it (darts
+  checks that the folder exists, then creates it, so of two processes starting models in one
+  new ``work_dir`` the slower fails: ``test_a_work_dir_created_by_another_process_meanwhile...``).
 * :func:`trainer_kwargs` adds to ``pl_trainer_kwargs``: the atomic checkpoint plugin
   (:class:`~reinpatch_forecast.darts.checkpoints.AtomicCheckpointIO`), the callback that trains
   the module in training mode and keeps the trainer of an interrupted fit
@@ -22,6 +23,7 @@ failure it prevents:
 from __future__ import annotations
 
 import datetime
+import inspect
 import os
 import signal
 import threading
@@ -32,11 +34,13 @@ from typing import Any
 
 import pytorch_lightning as pl
 from lightning_fabric.plugins.io.torch_io import TorchCheckpointIO
+from darts.models.forecasting.torch_forecasting_model import TorchForecastingModel
 from pytorch_lightning import loggers
 
 from .checkpoints import AtomicCheckpointIO
 
-__all__ = ["default_model_name", "create_run_folder", "trainer_kwargs", "interruptible",
+__all__ = ["default_model_name", "create_run_folder", "torch_model_kwargs", "trainer_kwargs",
+           "interruptible",
            "TrainingFixes", "TensorBoardLogger", "SAFE_CLASSES"]
 
 
@@ -51,6 +55,25 @@ def create_run_folder(work_dir: str, model_name: str) -> None:
     """Create ``work_dir/model_name`` (the folder of a model's checkpoints and logs) if it is
     missing, whoever creates it first."""
     os.makedirs(os.path.join(work_dir, model_name), exist_ok=True)
+
+
+#: darts' default ``work_dir`` (fixed when darts is imported).
+_DEFAULT_WORK_DIR = inspect.signature(TorchForecastingModel.__init__).parameters["work_dir"].default
+
+
+def torch_model_kwargs(params: dict[str, Any]) -> dict[str, Any]:
+    """darts' ``TorchForecastingModel`` arguments ``params`` with a model name of its own when
+    none is given, and, with ``save_checkpoints``, the model's folder created.
+
+    The name is not put in the model's ``model_params``, so that ``untrained_model()`` and
+    clones draw a name of their own.
+    """
+    params = dict(params)
+    if params.get("model_name") is None:
+        params["model_name"] = default_model_name()
+    if params.get("save_checkpoints"):
+        create_run_folder(params.get("work_dir", _DEFAULT_WORK_DIR), params["model_name"])
+    return params
 
 
 class TensorBoardLogger(loggers.TensorBoardLogger):

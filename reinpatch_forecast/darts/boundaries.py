@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import torch
 
-__all__ = ["PatchBoundaries"]
+__all__ = ["PatchBoundaries", "last_window_boundaries"]
 
 
 @dataclass
@@ -51,3 +53,36 @@ class PatchBoundaries:
         """Time stamps at which the patches of one component start."""
         row = self.starts[component]
         return self.time_index[row[row < len(self.time_index)]]
+
+
+def last_window_boundaries(module, series: Sequence, length: int) -> list[PatchBoundaries]:
+    """The greedy patches of the last ``length`` steps of each darts series, one result each.
+
+    Parameters
+    ----------
+    module
+        The trained Lightning module (``ReinPatchModel.model``); its network cuts the windows.
+    series
+        Darts ``TimeSeries`` of at least ``length`` steps.
+    length
+        ``L``, the model's ``input_chunk_length``.
+    """
+    windows = np.stack([s.values(copy=False)[-length:] for s in series])  # (S, L, C)
+    network = module.network
+    with torch.inference_mode():
+        x = torch.as_tensor(windows, dtype=module.dtype, device=module.device)
+        starts = network.boundaries(x).cpu().numpy()  # (S, C, N)
+        coarse = (
+            network.coarse_boundaries(x).cpu().numpy()  # (S, C, N2)
+            if network.config.levels == 2 else None
+        )
+    return [
+        PatchBoundaries(
+            time_index=s.time_index[-length:],
+            values=windows[i],
+            starts=starts[i],
+            components=list(s.components),
+            coarse_starts=None if coarse is None else coarse[i],
+        )
+        for i, s in enumerate(series)
+    ]

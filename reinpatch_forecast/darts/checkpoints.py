@@ -15,26 +15,34 @@ either the previous complete file or the new complete one.
 
 A process killed during a write leaves its hidden temporary file behind.
 :func:`remove_abandoned_writes` deletes those whose writer is gone; the model's loaders call it
-on the folder they read from, and the plugin on the checkpoint folder before each write.
+on the folder they read from (through :func:`checked_load`, which also names a missing,
+truncated or corrupted file before darts reads it), and the plugin on the checkpoint folder
+before each write.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 import socket
 import time
 import uuid
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
 import torch
 from fsspec.implementations.local import LocalFileSystem
 from lightning_fabric.utilities.cloud_io import get_filesystem
 
+from ..checks import check_saved_file, load_error
+from ..errors import ReinPatchFileNotFoundError, ReinPatchInputError
 from ._darts_api import DartsCheckpointIO
 
-__all__ = ["AtomicCheckpointIO", "TEMPORARY_SUFFIX", "remove_abandoned_writes"]
+__all__ = ["AtomicCheckpointIO", "TEMPORARY_SUFFIX", "remove_abandoned_writes", "checked_load"]
+
+Loaded = TypeVar("Loaded")
 
 logger = logging.getLogger(__name__)
 
@@ -139,3 +147,63 @@ class AtomicCheckpointIO(DartsCheckpointIO):
             if os.path.exists(temporary):
                 os.remove(temporary)
             raise
+
+
+def checked_load(load: Callable[[], Loaded], files: Sequence[tuple[str, str]], missing: str,
+                 expected: type | None = None, loader: str = "load") -> Loaded:
+    """``load()``, once the files it reads are checked, with errors that name the file.
+
+    Parameters
+    ----------
+    load
+        Reads the files (darts' ``load``, ``load_weights`` or ``load_from_checkpoint``).
+    files
+        ``(path, what)`` of each file ``load`` reads, ``what`` naming it in messages: the
+        first must exist (else ``ReinPatchFileNotFoundError(missing)``), the others are
+        checked when they exist. The temporary files of killed writes beside the first are
+        removed.
+    missing
+        The message for a missing first file.
+    expected
+        The class the loaded model must be an instance of (``None``: no check); ``loader``
+        names the method the message tells to load it with instead.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the first file does not exist.
+    ValueError
+        If a file is truncated or corrupted, or holds another model than ``expected``.
+    """
+    path = files[0][0]
+    if not os.path.exists(path):
+        raise ReinPatchFileNotFoundError(missing)
+    for file, what in files:
+        if file == path or os.path.exists(file):
+            check_saved_file(file, what)
+    remove_abandoned_writes(os.path.dirname(os.path.abspath(path)))
+    with _explained_load_errors(path):
+        loaded = load()
+    if expected is not None and not isinstance(loaded, expected):
+        name = type(loaded).__name__
+        raise ReinPatchInputError(
+            f"{path!r} holds a {name}, not a {expected.__name__}: load it with {name}.{loader}."
+        )
+    return loaded
+
+
+@contextlib.contextmanager
+def _explained_load_errors(path: str) -> Iterator[None]:
+    """Turn a low-level error of reading the intact file ``path`` into :func:`load_error`'s.
+
+    A missing file, a ``ValueError`` and darts' own errors (an unregistered class, parameters
+    that do not match) already say what to do, and pass unchanged.
+    """
+    try:
+        yield
+    except FileNotFoundError:
+        raise
+    except Exception as error:
+        if type(error).__module__.startswith("darts") or isinstance(error, ValueError):
+            raise
+        raise load_error(path, error) from error

@@ -20,11 +20,11 @@ one-line reason above it; darts' private names are reached through
 
 from __future__ import annotations
 
-import contextlib
+import dataclasses
+import functools
 import importlib.util
-import inspect
 import os
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 import torch
@@ -34,7 +34,6 @@ from darts.models.forecasting.torch_forecasting_model import (
     DEFAULT_DARTS_FOLDER,
     INIT_MODEL_NAME,
     MixedCovariatesTorchModel,
-    TorchForecastingModel,
 )
 from darts.utils.data.torch_datasets.utils import (
     PLModuleInput,
@@ -46,7 +45,7 @@ from darts.utils.likelihood_models.torch import GaussianLikelihood
 from darts.utils.serialization import add_safe_globals
 from darts.utils.torch import MonteCarloDropout
 
-from ..errors import ReinPatchFileNotFoundError, ReinPatchInputError, TrainingDivergedError
+from ..errors import ReinPatchInputError, TrainingDivergedError
 from ..patcher_io import patcher_from_state, resolve_patcher_state
 from ..nn import (
     PATCHER_NAMES,
@@ -65,18 +64,17 @@ from ..options import (
     options_from,
 )
 from .._lightning import lightning_output
-from ..checks import check_darts_series, check_saved_file, check_trained, load_error
+from ..checks import check_darts_series, check_trained
 from . import _darts_api as darts_api
 from ._darts_fixes import (
     SAFE_CLASSES,
-    create_run_folder,
-    default_model_name,
     interruptible,
+    torch_model_kwargs,
     trainer_kwargs,
 )
 from .averaging import WeightEMA
-from .boundaries import PatchBoundaries
-from .checkpoints import remove_abandoned_writes
+from .boundaries import PatchBoundaries, last_window_boundaries
+from .checkpoints import checked_load
 from .rewards import elementwise_loss
 
 __all__ = ["ReinPatchModel", "PatchBoundaries"]
@@ -136,16 +134,6 @@ class _WithPatcherGroup:
         return self.optimizer_cls(groups, **kwargs)
 
 
-def _check_exportable(patcher_name: str) -> None:
-    """Refuse a patcher whose decode has no ONNX form, with the reason."""
-    if patcher_name in _NOT_EXPORTABLE:
-        raise ReinPatchInputError(
-            f"patcher={patcher_name!r} cannot be exported to ONNX: "
-            f"{_NOT_EXPORTABLE[patcher_name]}. The learned, pretrained and uniform patchers "
-            "export."
-        )
-
-
 class _ReinPatchModule(PLForecastingModule):
     """Lightning module: greedy boundaries in ``forward``, GRPG in ``training_step``.
 
@@ -187,15 +175,16 @@ class _ReinPatchModule(PLForecastingModule):
         # darts' configure_optimizers calls optimizer_cls(params=..., **optimizer_kwargs)
         self.optimizer_cls = _WithPatcherGroup(self.optimizer_cls, self.network, patcher_lr)
 
-    def _covariates(self, batch: PLModuleInput | TorchTrainingBatch) -> Covariates | None:
+    @staticmethod
+    def _covariates(batch: PLModuleInput | TorchTrainingBatch) -> Covariates | None:
         """The batch's covariates: past ones and the history of future ones (both known over
         the lookback) together, future ones over the horizon, static ones."""
         history = [tensor for tensor in (batch.past_covariates, batch.historic_future_covariates)
                    if tensor is not None]
         covariates = Covariates(
-            past=torch.cat(history, dim=2).to(self.dtype) if history else None,  # (B, L, Cp)
-            future=_cast(batch.future_covariates, self.dtype),  # (B, H, Cf)
-            static=_cast(batch.static_covariates, self.dtype),  # (B, S, Cs)
+            past=torch.cat(history, dim=2) if history else None,  # (B, L, Cp)
+            future=batch.future_covariates,  # (B, H, Cf)
+            static=batch.static_covariates,  # (B, S, Cs)
         )
         if covariates.past is None and covariates.future is None and covariates.static is None:
             return None
@@ -204,10 +193,10 @@ class _ReinPatchModule(PLForecastingModule):
     # darts' abstract hook: the greedy (decoded) forecast, for validation and prediction.
     @io_processor
     def forward(self, x_in: PLModuleInput) -> PLModuleOutput:
-        x = x_in.past_target  # (B, L, C), in the dtype of the series
-        prediction = self.network(x.to(self.dtype), self._covariates(x_in))  # (B, H, C, Q)
-        # the network computes in its own dtype; forecasts come back in the series' dtype
-        return PLModuleOutput(prediction=prediction.to(x.dtype))
+        batch = _in_dtype(x_in, self.dtype)
+        prediction = self.network(batch.past_target, self._covariates(batch))  # (B, H, C, Q)
+        # forecasts come back in the dtype of the series
+        return PLModuleOutput(prediction=prediction.to(x_in.past_target.dtype))
 
     # Lightning's hook, where darts computes one forecast's loss: GRPG needs a group of them.
     def training_step(self, train_batch: TorchTrainingBatch, batch_idx: int) -> torch.Tensor:
@@ -216,19 +205,19 @@ class _ReinPatchModule(PLForecastingModule):
         The backbone loss is darts' ``_compute_loss`` (loss function or likelihood, sample
         weights) of the decoded forecast; rewards are the same loss per series and patching.
         """
-        x = train_batch.past_target.to(self.dtype)  # (B, L, C)
-        target = train_batch.future_target.to(self.dtype)  # (B, H, C)
-        weight = _cast(train_batch.sample_weight, self.dtype)
+        batch = _in_dtype(train_batch, self.dtype)
+        x, target = batch.past_target, batch.future_target  # (B, L, C), (B, H, C)
 
         def backbone_loss(prediction: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
             # prediction (B, H, C, Q)
-            return darts_api.compute_loss(self, prediction, target, self.train_criterion, weight)
+            return darts_api.compute_loss(self, prediction, target, self.train_criterion,
+                                          batch.sample_weight)
 
         def sample_loss(prediction: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
             return elementwise_loss(prediction, target, self.likelihood, self.train_criterion)
 
         losses = self.network.training_losses(x, target, backbone_loss, sample_loss,
-                                              covariates=self._covariates(train_batch))
+                                              covariates=self._covariates(batch))
         size = x.shape[0]
         self.log("train_loss", losses.backbone_loss, batch_size=size, prog_bar=True,
                  sync_dist=True)
@@ -275,12 +264,15 @@ DEFAULT_LR_SCHEDULE = (torch.optim.lr_scheduler.ExponentialLR, {"gamma": 0.8})
 #: of the series (darts derives float64 from float64 series).
 DEFAULT_PRECISION = "32-true"
 
-#: darts' default ``work_dir`` (fixed when darts is imported).
-_DEFAULT_WORK_DIR = inspect.signature(TorchForecastingModel.__init__).parameters["work_dir"].default
 
-
-def _cast(tensor: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
-    return None if tensor is None else tensor.to(dtype)
+def _in_dtype(batch: PLModuleInput | TorchTrainingBatch, dtype: torch.dtype):
+    """``batch`` with its floating tensors in ``dtype``: the network computes in its own
+    precision (float32 by default) whatever the dtype of the series, and Lightning's
+    ``"32-true"`` precision leaves the inputs as they come."""
+    return batch.replace(**{
+        f.name: value.to(dtype) for f in dataclasses.fields(batch)
+        if isinstance(value := getattr(batch, f.name), torch.Tensor) and value.is_floating_point()
+    })
 
 
 def _width(array: np.ndarray | None) -> int:
@@ -288,21 +280,97 @@ def _width(array: np.ndarray | None) -> int:
     return 0 if array is None else int(array.shape[-1])
 
 
-@contextlib.contextmanager
-def _explained_load_errors(path: str) -> Iterator[None]:
-    """Turn a low-level error of reading the intact file ``path`` into :func:`load_error`'s.
+def _output_layout(likelihood) -> dict[str, Any]:
+    """The network's outputs per forecast step for darts' ``likelihood`` (``None``: one)."""
+    nr_params = 1 if likelihood is None else likelihood.num_parameters
+    if isinstance(likelihood, GaussianLikelihood):
+        param_kinds = ("location", "softplus_scale")
+    else:
+        param_kinds = ("location",) * nr_params
+    # darts sorts the quantile levels; the outputs are kept in the same increasing order.
+    monotone = getattr(likelihood, "quantiles", None) is not None
+    return dict(nr_params=nr_params, param_kinds=param_kinds, monotone_params=monotone)
 
-    A missing file, a ``ValueError`` and darts' own errors (an unregistered class, parameters
-    that do not match) already say what to do, and pass unchanged.
+
+def _check_darts_arguments(output_chunk_shift: Any, kwargs: dict[str, Any]) -> None:
+    """Refuse the darts arguments ReinPatch cannot take, which darts itself accepts."""
+    if kwargs.get("use_reversible_instance_norm"):
+        raise ReinPatchInputError(
+            "ReinPatchModel normalises every series itself (RevIN inside the network); "
+            "do not pass use_reversible_instance_norm. Use revin_affine=True for a learned "
+            "affine map."
+        )
+    if (isinstance(output_chunk_shift, bool)
+            or not isinstance(output_chunk_shift, (int, np.integer)) or output_chunk_shift < 0):
+        raise ReinPatchInputError(
+            f"output_chunk_shift must be an integer >= 0 (the steps between the end of the "
+            f"input and the start of the forecast), got {output_chunk_shift!r}."
+        )
+
+
+def _with_default_schedule(pl_module_params: dict[str, Any]) -> dict[str, Any]:
+    """The module's arguments with :data:`DEFAULT_LR_SCHEDULE` when no ``lr_scheduler_cls`` is
+    given (given, even as ``None``, it stays); ``lr_scheduler_kwargs`` override its settings."""
+    if "lr_scheduler_cls" in pl_module_params:
+        return pl_module_params
+    scheduler_cls, settings = DEFAULT_LR_SCHEDULE
+    return dict(pl_module_params, lr_scheduler_cls=scheduler_cls, lr_scheduler_kwargs={
+        **settings, **(pl_module_params.get("lr_scheduler_kwargs") or {})})
+
+
+def _resolve_patchers(patcher: Any, patcher_init: Any,
+                      params: dict[str, Any]) -> tuple[str, dict | None, dict | None]:
+    """The patcher's name, and the states of a given frozen patcher and of the learned
+    patcher's starting weights (``None`` when not given).
+
+    A patcher object or file becomes a plain state (tensors and primitives) in ``params`` (the
+    model's ``model_params``), so that the model pickles and darts loads it without trusting
+    arbitrary classes.
     """
-    try:
-        yield
-    except FileNotFoundError:
-        raise
-    except Exception as error:
-        if type(error).__module__.startswith("darts") or isinstance(error, ValueError):
-            raise
-        raise load_error(path, error) from error
+    frozen = init = None
+    if isinstance(patcher, str) and patcher in PATCHER_NAMES:
+        name = patcher
+    else:
+        frozen = params["patcher"] = resolve_patcher_state(patcher, "patcher")
+        name = "learned"
+    if patcher_init is not None:
+        if patcher != "learned":
+            raise ReinPatchInputError(
+                f"patcher_init starts the learned patcher from given weights, so it needs "
+                f"patcher='learned', got patcher={patcher!r}. To use a pretrained patcher "
+                "frozen instead, pass it as patcher=... and leave patcher_init=None."
+            )
+        init = params["patcher_init"] = resolve_patcher_state(patcher_init, "patcher_init")
+    return name, frozen, init
+
+
+def _check_values(**covariates) -> None:
+    """Raise a ``ValueError`` if a covariate series has NaN, infinite or huge values (darts
+    checks their time spans, not their values)."""
+    for name, value in covariates.items():
+        check_darts_series(value, name, 1, "a covariate")
+
+
+def _check_exportable(patcher_name: str) -> None:
+    """Refuse an ONNX export without the onnx extra, or of a patcher whose decode has no
+    ONNX form, saying why."""
+    missing = [name for name in ("onnx", "onnxscript") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ImportError(
+            f"to_onnx needs {' and '.join(missing)}: pip install 'reinpatch-forecast[onnx]' "
+            "(onnx, onnxscript and onnxruntime)."
+        )
+    if patcher_name in _NOT_EXPORTABLE:
+        raise ReinPatchInputError(
+            f"patcher={patcher_name!r} cannot be exported to ONNX: "
+            f"{_NOT_EXPORTABLE[patcher_name]}. The learned, pretrained and uniform patchers "
+            "export."
+        )
+
+
+def _saved_model_files(path: str) -> list[tuple[str, str]]:
+    """The files ``save(path)`` writes, for :func:`checked_load`."""
+    return [(path, "saved model"), (path + ".ckpt", "checkpoint of the saved model")]
 
 
 class ReinPatchModel(MixedCovariatesTorchModel):
@@ -417,32 +485,10 @@ class ReinPatchModel(MixedCovariatesTorchModel):
         use_static_covariates: bool = True,
         **kwargs,
     ) -> None:
-        if kwargs.get("use_reversible_instance_norm"):
-            raise ReinPatchInputError(
-                "ReinPatchModel normalises every series itself (RevIN inside the network); "
-                "do not pass use_reversible_instance_norm. Use revin_affine=True for a learned "
-                "affine map."
-            )
-        if (isinstance(output_chunk_shift, bool)
-                or not isinstance(output_chunk_shift, (int, np.integer)) or output_chunk_shift < 0):
-            raise ReinPatchInputError(
-                f"output_chunk_shift must be an integer >= 0 (the steps between the end of the "
-                f"input and the start of the forecast), got {output_chunk_shift!r}."
-            )
+        _check_darts_arguments(output_chunk_shift, kwargs)
         torch_params, pl_module_params = darts_api.split_params(self)
-        if torch_params.get("model_name") is None:
-            # not in model_params, so that untrained_model() and clones draw a name of their own
-            torch_params["model_name"] = default_model_name()
-        if torch_params.get("save_checkpoints"):
-            create_run_folder(torch_params.get("work_dir", _DEFAULT_WORK_DIR),
-                              torch_params["model_name"])
-        super().__init__(**torch_params)
-        if "lr_scheduler_cls" not in pl_module_params:  # given, even as None, it stays
-            scheduler_cls, settings = DEFAULT_LR_SCHEDULE
-            pl_module_params["lr_scheduler_cls"] = scheduler_cls
-            pl_module_params["lr_scheduler_kwargs"] = {
-                **settings, **(pl_module_params.get("lr_scheduler_kwargs") or {})}
-        self.pl_module_params = pl_module_params
+        super().__init__(**torch_model_kwargs(torch_params))
+        self.pl_module_params = _with_default_schedule(pl_module_params)
         self.trainer_params = trainer_kwargs(self.trainer_params,
                                              given=kwargs.get("pl_trainer_kwargs") or {},
                                              log_tensorboard=bool(kwargs.get("log_tensorboard")))
@@ -450,29 +496,12 @@ class ReinPatchModel(MixedCovariatesTorchModel):
         # on a CPU); the module returns forecasts in the dtype of the series
         self.trainer_params.setdefault("precision", DEFAULT_PRECISION)
         darts_api.consider_static_covariates(self, use_static_covariates)
-        # A patcher object or file becomes a plain state (tensors and primitives), so that the
-        # model pickles and darts can load it without trusting arbitrary classes.
-        self._frozen_patcher_state: dict | None = None
-        self._init_state: dict | None = None
-        if isinstance(patcher, str) and patcher in PATCHER_NAMES:
-            patcher_name = patcher
-        else:
-            self._frozen_patcher_state = resolve_patcher_state(patcher, "patcher")
-            self.model_params["patcher"] = self._frozen_patcher_state
-            patcher_name = "learned"
-        if patcher_init is not None:
-            if patcher != "learned":
-                raise ReinPatchInputError(
-                    f"patcher_init starts the learned patcher from given weights, so it needs "
-                    f"patcher='learned', got patcher={patcher!r}. To use a pretrained patcher "
-                    "frozen instead, pass it as patcher=... and leave patcher_init=None."
-                )
-            self._init_state = resolve_patcher_state(patcher_init, "patcher_init")
-            self.model_params["patcher_init"] = self._init_state
+        patcher_name, self._frozen_patcher_state, self._init_state = _resolve_patchers(
+            patcher, patcher_init, self.model_params)
         self.options, self.training_options = options_from(self.model_params)
         given = self._frozen_patcher_state or self._init_state
-        # Built (and so validated, with the given patcher's fit) once, here, not at the first
-        # fit; the output layout, which depends on the data and the likelihood, joins it in
+        # Built (and so validated, with the given patcher's fit) here, not at the first fit;
+        # the output layout, which depends on the data and the likelihood, joins it in
         # _create_model.
         self.network_config = build_network_config(
             self.options, self.training_options, input_chunk_length, output_chunk_length,
@@ -480,21 +509,12 @@ class ReinPatchModel(MixedCovariatesTorchModel):
             given_patcher_config=given["config"] if given is not None else None,
         )
 
-    # -- darts hooks ------------------------------------------------------------------------
     # darts' abstract hook: the Lightning module for the shapes of the first training sample.
     def _create_model(self, train_sample: TorchTrainingSample) -> torch.nn.Module:
-        n_channels = train_sample.past_target.shape[1]
-        nr_params = 1 if self.likelihood is None else self.likelihood.num_parameters
-        if isinstance(self.likelihood, GaussianLikelihood):
-            param_kinds = ("location", "softplus_scale")
-        else:
-            param_kinds = ("location",) * nr_params
-        # darts sorts the quantile levels; the outputs are kept in the same increasing order.
-        quantile_levels = getattr(self.likelihood, "quantiles", None)
         # Primitives, so that darts stores them in checkpoints; the module builds the config.
         config = dict(
-            self.network_config.to_dict(), n_channels=n_channels, nr_params=nr_params,
-            param_kinds=param_kinds, monotone_params=quantile_levels is not None,
+            self.network_config.to_dict(), **_output_layout(self.likelihood),
+            n_channels=train_sample.past_target.shape[1],
             n_past_covariates=(_width(train_sample.past_covariates)
                                + _width(train_sample.historic_future_covariates)),
             n_future_covariates=_width(train_sample.future_covariates),
@@ -516,15 +536,8 @@ class ReinPatchModel(MixedCovariatesTorchModel):
     def supports_static_covariates(self) -> bool:
         return True
 
-    # -- public API -------------------------------------------------------------------------
-    @staticmethod
-    def _check_covariates(**covariates) -> None:
-        """Raise a ``ValueError`` if a covariate series has NaN, infinite or huge values
-        (darts checks their time spans, not their values)."""
-        for name, value in covariates.items():
-            check_darts_series(value, name, 1, "a covariate")
-
-    # Early series checks with messages that say what to change, and Ctrl+C.
+    # The value checks (darts checks spans, not values), the length checks with the fix, and
+    # Ctrl+C.
     def fit(
         self,
         series,
@@ -561,28 +574,25 @@ class ReinPatchModel(MixedCovariatesTorchModel):
         KeyboardInterrupt
             On Ctrl+C: training stops, and the model keeps the weights of its last step.
         """
-        self._check_covariates(past_covariates=past_covariates,
-                               future_covariates=future_covariates,
-                               val_past_covariates=val_past_covariates,
-                               val_future_covariates=val_future_covariates)
-        length = self.input_chunk_length + self.output_chunk_length + self.output_chunk_shift
+        _check_values(past_covariates=past_covariates, future_covariates=future_covariates,
+                      val_past_covariates=val_past_covariates,
+                      val_future_covariates=val_future_covariates)
         shift = self.output_chunk_shift
         shift = f" + output_chunk_shift={shift}" if shift else ""
+        window = (self.input_chunk_length + self.output_chunk_length + self.output_chunk_shift,
+                  f"a training window (input_chunk_length={self.input_chunk_length} + "
+                  f"output_chunk_length={self.output_chunk_length}{shift})")
         for name, value in (("series", series), ("val_series", val_series)):
-            check_darts_series(
-                value, name, length,
-                f"a training window (input_chunk_length={self.input_chunk_length} + "
-                f"output_chunk_length={self.output_chunk_length}{shift})",
-                fix="Pass a longer series, or use a smaller input_chunk_length or "
-                "output_chunk_length.",
-            )
+            check_darts_series(value, name, *window, fix="Pass a longer series, or use a "
+                               "smaller input_chunk_length or output_chunk_length.")
         verbose = kwargs.get("verbose", args[1] if len(args) > 1 else None)
         with lightning_output(verbose, self.trainer_params), interruptible(self):
             super().fit(series, past_covariates, future_covariates, val_series,
                         val_past_covariates, val_future_covariates, *args, **kwargs)
         return self
 
-    # The window checks (length, finite values) with messages, and one device under DDP.
+    # The checks of the window a forecast reads, the covariates the model was trained with, and
+    # one device under DDP.
     def predict(self, n: int, series=None, past_covariates=None, future_covariates=None,
                 *args, **kwargs):
         """Forecast ``n`` steps; see darts' ``TorchForecastingModel.predict``.
@@ -601,14 +611,12 @@ class ReinPatchModel(MixedCovariatesTorchModel):
         ``precision="64"``.
         """
         check_trained(darts_api.is_trained(self), "predict()")
-        check_darts_series(
-            series, "series", self.input_chunk_length,
-            f"a forecast (input_chunk_length={self.input_chunk_length})",
-            tail=self.input_chunk_length,
-            fix="Pass a longer series, or a model with a smaller input_chunk_length.",
-        )
-        self._check_covariates(past_covariates=past_covariates,
-                               future_covariates=future_covariates)
+        length = self.input_chunk_length
+        check_darts_series(series, "series", length,
+                           f"a forecast (input_chunk_length={length})", tail=length,
+                           fix="Pass a longer series, or a model with a smaller "
+                           "input_chunk_length.")
+        _check_values(past_covariates=past_covariates, future_covariates=future_covariates)
         for kind, given, used in (("past", past_covariates, self.uses_past_covariates),
                                   ("future", future_covariates, self.uses_future_covariates)):
             if given is not None and not used:
@@ -643,19 +651,12 @@ class ReinPatchModel(MixedCovariatesTorchModel):
         ValueError
             If the patcher is ``"random"`` or ``"volatility"``: their decodes have no ONNX form.
         """
-        missing = [name for name in ("onnx", "onnxscript")
-                   if importlib.util.find_spec(name) is None]
-        if missing:
-            raise ImportError(
-                f"to_onnx needs {' and '.join(missing)}: pip install 'reinpatch-forecast[onnx]' "
-                "(onnx, onnxscript and onnxruntime)."
-            )
         _check_exportable(self.network_config.patcher.name)
         kwargs.setdefault("verbose", False)
         return super().to_onnx(path, **kwargs)
 
-    # -- persistence ------------------------------------------------------------------------
-    # A message naming a missing, truncated or corrupted file, before darts reads it.
+    # -- persistence: a message naming a missing, truncated or corrupted file before darts
+    # reads it, and the temporary files of killed checkpoint writes removed (checked_load).
     @classmethod
     def load(cls, path: str, pl_trainer_kwargs: dict | None = None, trusted: bool = False,
              **kwargs) -> "ReinPatchModel":
@@ -677,31 +678,20 @@ class ReinPatchModel(MixedCovariatesTorchModel):
             machine without one.
         """
         path = os.fspath(path)
-        cls._check_saved_files(path)
-        remove_abandoned_writes(os.path.dirname(os.path.abspath(path)))
-        with _explained_load_errors(path):
-            model = super().load(path, pl_trainer_kwargs=pl_trainer_kwargs, trusted=trusted,
-                                 **kwargs)
-        if not isinstance(model, ReinPatchModel):
-            raise ReinPatchInputError(
-                f"{path!r} holds a {type(model).__name__}, not a ReinPatchModel: load it with "
-                f"{type(model).__name__}.load."
-            )
-        return model
+        load = functools.partial(super().load, path, pl_trainer_kwargs=pl_trainer_kwargs,
+                                 trusted=trusted, **kwargs)
+        return checked_load(load, _saved_model_files(path), f"No saved model at {path!r}.",
+                            expected=ReinPatchModel)
 
-    # As load: a message naming the damaged or truncated file.
     def load_weights(self, path: str, *args, **kwargs) -> None:
         """Load the weights of a model saved with :meth:`save`; see darts' ``load_weights``.
 
         Raises the errors of :meth:`load` for a missing, truncated or corrupted file.
         """
         path = os.fspath(path)
-        self._check_saved_files(path)
-        remove_abandoned_writes(os.path.dirname(os.path.abspath(path)))
-        with _explained_load_errors(path):
-            super().load_weights(path, *args, **kwargs)
+        checked_load(functools.partial(super().load_weights, path, *args, **kwargs),
+                     _saved_model_files(path), f"No saved model at {path!r}.")
 
-    # As load: a message naming a truncated or corrupted checkpoint, before darts reads it.
     @staticmethod
     def load_from_checkpoint(model_name: str, work_dir: str | None = None,
                              file_name: str | None = None, best: bool = True,
@@ -726,32 +716,14 @@ class ReinPatchModel(MixedCovariatesTorchModel):
         if file_name is None:  # resolved once here, so darts loads the file checked
             file_name = darts_api.newest_checkpoint(work_dir, model_name, best=best)
         folder = os.path.join(work_dir, model_name)
-        remove_abandoned_writes(os.path.join(folder, "checkpoints"))
         path = os.path.join(folder, "checkpoints", file_name)
-        if not os.path.exists(path):
-            raise ReinPatchFileNotFoundError(f"No checkpoint at {path!r}.")
-        check_saved_file(path, "checkpoint")
-        if os.path.exists(os.path.join(folder, INIT_MODEL_NAME)):
-            check_saved_file(os.path.join(folder, INIT_MODEL_NAME), "model file of the checkpoints")
-        with _explained_load_errors(path):
-            model = MixedCovariatesTorchModel.load_from_checkpoint(
-                model_name, work_dir=work_dir, file_name=file_name, best=best, trusted=trusted,
-                **kwargs,
-            )
-        if not isinstance(model, ReinPatchModel):
-            raise ReinPatchInputError(
-                f"The checkpoints of {model_name!r} hold a {type(model).__name__}, not a "
-                f"ReinPatchModel: load them with {type(model).__name__}.load_from_checkpoint."
-            )
-        return model
-
-    @staticmethod
-    def _check_saved_files(path: str) -> None:
-        if not os.path.exists(path):
-            raise ReinPatchFileNotFoundError(f"No saved model at {path!r}.")
-        check_saved_file(path, "saved model")
-        if os.path.exists(path + ".ckpt"):
-            check_saved_file(path + ".ckpt", "checkpoint of the saved model")
+        load = functools.partial(MixedCovariatesTorchModel.load_from_checkpoint, model_name,
+                                 work_dir=work_dir, file_name=file_name, best=best,
+                                 trusted=trusted, **kwargs)
+        files = [(path, "checkpoint"),
+                 (os.path.join(folder, INIT_MODEL_NAME), "model file of the checkpoints")]
+        return checked_load(load, files, f"No checkpoint at {path!r}.", expected=ReinPatchModel,
+                            loader="load_from_checkpoint")
 
     def patch_boundaries(
         self, series: TimeSeries | Sequence[TimeSeries] | None = None
@@ -789,25 +761,7 @@ class ReinPatchModel(MixedCovariatesTorchModel):
             f"the patches of a window (input_chunk_length={length})", tail=length,
             fix="Pass a longer series, or a model with a smaller input_chunk_length.",
         )
-        windows = np.stack([s.values(copy=False)[-length:] for s in series_list])  # (S, L, C)
-        network = self.model.network
-        with torch.inference_mode():
-            x = torch.as_tensor(windows, dtype=self.model.dtype, device=self.model.device)
-            starts = network.boundaries(x).cpu().numpy()  # (S, C, N)
-            coarse = (
-                network.coarse_boundaries(x).cpu().numpy()  # (S, C, N2)
-                if network.config.levels == 2 else None
-            )
-        results = [
-            PatchBoundaries(
-                time_index=s.time_index[-length:],
-                values=windows[i],
-                starts=starts[i],
-                components=list(s.components),
-                coarse_starts=None if coarse is None else coarse[i],
-            )
-            for i, s in enumerate(series_list)
-        ]
+        results = last_window_boundaries(self.model, series_list, length)
         return results[0] if single else results
 
 
