@@ -344,11 +344,19 @@ def _resolve_patchers(patcher: Any, patcher_init: Any,
     return name, frozen, init
 
 
-def _check_values(**covariates) -> None:
+def _check_covariate_values(**covariates) -> None:
     """Raise a ``ValueError`` if a covariate series has NaN, infinite or huge values (darts
     checks their time spans, not their values)."""
     for name, value in covariates.items():
         check_darts_series(value, name, 1, "a covariate")
+
+
+def _check_lookback(series: Any, length: int, purpose: str) -> None:
+    """Raise a ``ValueError`` if a series is shorter than the lookback ``length``, or its last
+    ``length`` steps (the window the network reads for ``purpose``) are not finite."""
+    check_darts_series(series, "series", length, f"{purpose} (input_chunk_length={length})",
+                       tail=length,
+                       fix="Pass a longer series, or a model with a smaller input_chunk_length.")
 
 
 def _check_exportable(patcher_name: str) -> None:
@@ -536,19 +544,11 @@ class ReinPatchModel(MixedCovariatesTorchModel):
     def supports_static_covariates(self) -> bool:
         return True
 
-    # The value checks (darts checks spans, not values), the length checks with the fix, and
-    # Ctrl+C.
-    def fit(
-        self,
-        series,
-        past_covariates=None,
-        future_covariates=None,
-        val_series=None,
-        val_past_covariates=None,
-        val_future_covariates=None,
-        *args,
-        **kwargs,
-    ) -> "ReinPatchModel":
+    # The value checks (darts checks spans, not values), the length checks (darts' message names
+    # no fix, and calls a short val_series `series`), and Ctrl+C.
+    def fit(self, series, past_covariates=None, future_covariates=None, val_series=None,
+            val_past_covariates=None, val_future_covariates=None, *args,
+            **kwargs) -> "ReinPatchModel":
         """Train the model; see darts' ``TorchForecastingModel.fit``.
 
         The network computes in float32 whatever the dtype of the series (each batch is cast
@@ -574,9 +574,10 @@ class ReinPatchModel(MixedCovariatesTorchModel):
         KeyboardInterrupt
             On Ctrl+C: training stops, and the model keeps the weights of its last step.
         """
-        _check_values(past_covariates=past_covariates, future_covariates=future_covariates,
-                      val_past_covariates=val_past_covariates,
-                      val_future_covariates=val_future_covariates)
+        _check_covariate_values(past_covariates=past_covariates,
+                                future_covariates=future_covariates,
+                                val_past_covariates=val_past_covariates,
+                                val_future_covariates=val_future_covariates)
         shift = self.output_chunk_shift
         shift = f" + output_chunk_shift={shift}" if shift else ""
         window = (self.input_chunk_length + self.output_chunk_length + self.output_chunk_shift,
@@ -611,12 +612,9 @@ class ReinPatchModel(MixedCovariatesTorchModel):
         ``precision="64"``.
         """
         check_trained(darts_api.is_trained(self), "predict()")
-        length = self.input_chunk_length
-        check_darts_series(series, "series", length,
-                           f"a forecast (input_chunk_length={length})", tail=length,
-                           fix="Pass a longer series, or a model with a smaller "
-                           "input_chunk_length.")
-        _check_values(past_covariates=past_covariates, future_covariates=future_covariates)
+        _check_lookback(series, self.input_chunk_length, "a forecast")
+        _check_covariate_values(past_covariates=past_covariates,
+                                future_covariates=future_covariates)
         for kind, given, used in (("past", past_covariates, self.uses_past_covariates),
                                   ("future", future_covariates, self.uses_future_covariates)):
             if given is not None and not used:
@@ -754,14 +752,10 @@ class ReinPatchModel(MixedCovariatesTorchModel):
                 raise ReinPatchInputError("Pass `series`: the model was trained on several series.")
         single = isinstance(series, TimeSeries)
         series_list = [series] if single else list(series)
-        length = self.input_chunk_length
         # the check predict runs: the network reads the last input_chunk_length steps
-        check_darts_series(
-            series if single else series_list, "series", length,
-            f"the patches of a window (input_chunk_length={length})", tail=length,
-            fix="Pass a longer series, or a model with a smaller input_chunk_length.",
-        )
-        results = last_window_boundaries(self.model, series_list, length)
+        _check_lookback(series if single else series_list, self.input_chunk_length,
+                        "the patches of a window")
+        results = last_window_boundaries(self.model, series_list, self.input_chunk_length)
         return results[0] if single else results
 
 
