@@ -1,4 +1,8 @@
-"""pandas <-> darts for the sktime face: a panel as instances, each column as one series."""
+"""pandas <-> darts for the sktime face: a panel as instances, each column as one series.
+
+A forecast's *plans* are ``(key, frame, steps, time index)`` per instance: its key (``()`` for
+a single series), its data, the steps of ``fh`` ahead of its end and their time labels.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ from ..checks import check_finite_values, numeric_values, pad_future_covariates
 from ..errors import ReinPatchInputError
 
 __all__ = ["split_instances", "to_darts", "steps_and_index", "covariate_rows", "future_rows",
-           "horizon_labels"]
+           "horizon_labels", "darts_covariates", "forecast_frame"]
 
 
 def split_instances(y: pd.DataFrame) -> list[tuple[tuple, pd.DataFrame]]:
@@ -103,3 +107,64 @@ def horizon_labels(frame: pd.DataFrame, n: int, fh: ForecastingHorizon | None) -
     freq = getattr(fh, "freq", None) if fh is not None else None
     steps = ForecastingHorizon(np.arange(1, n + 1), is_relative=True, freq=freq)
     return steps.to_absolute_index(cutoff)
+
+
+def darts_covariates(instances: Sequence[tuple[tuple, pd.DataFrame]], X: pd.DataFrame | None,
+                     kind: str, what: str, lookback: int | None = None, n: int = 0,
+                     X_ahead: pd.DataFrame | None = None,
+                     fh: ForecastingHorizon | None = None) -> dict:
+    """The darts covariate argument of ``instances``: ``X`` of each instance, once per column
+    of its frame (every column is its own darts series), on the positions of the series.
+
+    Parameters
+    ----------
+    instances
+        ``(key, frame)`` per instance (:func:`split_instances`).
+    X
+        The exogenous data seen so far, or ``None`` (no covariates: ``{}``).
+    kind
+        ``"future"`` or ``"past"``: the darts argument (``future_covariates``, ...).
+    what
+        The job, for messages (``"training"``, ``"a forecast"``).
+    lookback, n, X_ahead, fh
+        For a forecast (``n > 0``): the series are the last ``lookback`` steps, and future
+        covariates continue over the ``n`` steps after them, from ``X_ahead`` (``fh`` gives
+        the frequency).
+    """
+    if X is None:
+        return {}
+    from darts import TimeSeries
+
+    series = []
+    for key, frame in instances:
+        labels = frame.index if n == 0 else frame.index[-lookback:]
+        values = covariate_rows(X, key, labels, what)  # (T, F)
+        if n and kind == "future":
+            ahead = horizon_labels(frame, n, fh)
+            values = np.concatenate([values, future_rows(X_ahead, key, ahead, values)])
+        covariate = TimeSeries.from_values(values)
+        series.extend([covariate] * frame.shape[1])
+    return {f"{kind}_covariates": series}
+
+
+def forecast_frame(plans: Sequence[tuple], values: np.ndarray, columns: pd.Index,
+                   index_names: Sequence) -> pd.DataFrame:
+    """Forecasts ``(n, S * C, ...)`` of the ``S`` instances of ``plans`` (``C`` columns each)
+    as sktime's output frame: the rows of each instance's ``fh`` steps, with ``columns``
+    (``C`` times the trailing sizes) and a row index named ``index_names``."""
+    n_columns = values.shape[1] // len(plans)
+    blocks = []
+    for i, (_, _, steps, _) in enumerate(plans):
+        block = values[:, i * n_columns:(i + 1) * n_columns][steps - 1]  # (len(fh), C, ...)
+        blocks.append(block.reshape(len(block), -1))
+    if len(plans) == 1 and plans[0][0] == ():
+        index = plans[0][3]
+    else:
+        index = pd.MultiIndex.from_tuples(
+            [key + (t,) for key, _, _, times in plans for t in times], names=index_names
+        )
+    frame = pd.DataFrame(np.concatenate(blocks, axis=0).astype(np.float64), index=index,
+                         columns=columns)
+    if not isinstance(index, pd.MultiIndex):
+        frame.index.name = index_names[0]
+    return frame

@@ -17,7 +17,8 @@ Built by sktime's extension template: the forecaster implements sktime's extensi
 the data it forecasts from in ``_cur_y``/``_cur_X``, as sktime's own forecasters do. The other
 overrides are ``_check_X_y`` and the four probabilistic methods (``predict_interval``,
 ``predict_quantiles``, ``predict_var``, ``predict_proba``), each of which checks one thing before
-sktime's own method runs (see there). The pandas <-> darts conversion lives in :mod:`._frames`.
+sktime's own method runs (see there). The pandas <-> darts conversion lives in :mod:`._frames`,
+the checks of sktime's inputs in :mod:`._checks`.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ __author__ = ["reinpatch_forecast developers"]
 __all__ = ["ReinPatchForecaster"]
 
 import copy
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -37,46 +39,10 @@ from ..errors import ReinPatchInputError
 from .._lightning import quiet_trainer_kwargs
 from ..options import ModelOptions, TrainingOptions, build_network_config, document_options, \
     option_names, options_from
-from ..checks import check_finite_values, check_numeric_columns, numeric_values
-from ._frames import (
-    covariate_rows,
-    future_rows,
-    horizon_labels,
-    split_instances,
-    steps_and_index,
-    to_darts,
-)
+from ._checks import check_instances, check_pandas_input, check_reach
+from ._frames import darts_covariates, forecast_frame, split_instances, steps_and_index, to_darts
 
 _LIKELIHOODS = (None, "quantile", "gaussian")
-
-
-#: What to do about NaN or infinite values in y or X.
-_FINITE_FIX = (
-    "ReinPatchForecaster needs complete, finite series: fill missing values first, e.g. with "
-    "sktime's Imputer in a pipeline (Imputer() * ReinPatchForecaster(...)), and replace or clip "
-    "infinite ones."
-)
-
-
-def _is_nested(data: pd.Series | pd.DataFrame) -> bool:
-    """Whether ``data`` is sktime's nested panel (a series in every cell)."""
-    first = data.iloc[:1].to_numpy().ravel()
-    return len(first) > 0 and any(isinstance(value, pd.Series) for value in first)
-
-
-def _check_pandas_input(data: Any, name: str) -> None:
-    """Check a pandas ``y`` or ``X`` (``name``): numeric columns, no missing values."""
-    if not isinstance(data, (pd.Series, pd.DataFrame)) or _is_nested(data):
-        return  # sktime converts a nested panel before the inner data reaches the checks
-    check_numeric_columns(data, name, fix=f"sktime treats them as categorical: convert them "
-                          f"to numbers (e.g. {name}[col] = pd.to_numeric({name}[col])) or drop "
-                          f"them ({name}.select_dtypes(['number', 'bool'])).")
-    frame = data.to_frame() if isinstance(data, pd.Series) else data
-    if frame.isna().to_numpy().any():
-        # sktime's own check rejects missing values without naming where; the finite check
-        # names them (the too-large limit is the series check's, on the inner data)
-        check_finite_values(numeric_values(frame), name, frame.index, columns=frame.columns,
-                            fix=_FINITE_FIX, limit=None)
 
 
 class _TrainedModel:
@@ -106,6 +72,17 @@ class _TrainedModel:
 
     def __repr__(self) -> str:
         return f"_TrainedModel({type(self.model).__name__})"
+
+
+def _after_likelihood_check(method: Callable, what: str) -> Callable:
+    """sktime's probabilistic ``method``, after the forecaster's check that it has a
+    likelihood (``_check_likelihood``): without one, a ``NotImplementedError`` says what to
+    pass. The signature and documentation are sktime's."""
+    @functools.wraps(method)
+    def checked(self, *args, **kwargs):
+        self._check_likelihood(what)
+        return method(self, *args, **kwargs)
+    return checked
 
 
 class ReinPatchForecaster(BaseForecaster):
@@ -381,68 +358,17 @@ class ReinPatchForecaster(BaseForecaster):
             pl_trainer_kwargs=quiet_trainer_kwargs(**(self.pl_trainer_kwargs or {})),
         )
 
-    @staticmethod
-    def _train(model, series: list, covariates: dict | None = None) -> None:
-        """Train (or continue training) ``model`` on a list of univariate darts series, with
-        their covariates (``{"future_covariates": [...]}`` or past ones) if any."""
-        model.fit(series, verbose=False, **(covariates or {}))
-
     def _train_on(self, instances, X: pd.DataFrame | None, horizon: int, purpose: str, model):
         """The pipeline of fit, update and pretrain: check ``instances`` (long enough for the
         lookback plus ``horizon``, complete, finite), then train ``model`` on them and the
         covariates from ``X``. ``purpose`` is ``"training"`` or ``"pretraining"``."""
-        self._check_data(instances, self.input_chunk_length + horizon, purpose)
-        self._train(model, to_darts([frame for _, frame in instances]),
-                    self._covariates_for(instances, X, purpose))
+        check_instances(instances, self.input_chunk_length + horizon, purpose,
+                        self.input_chunk_length)
+        model.fit(to_darts([frame for _, frame in instances]), verbose=False,
+                  **darts_covariates(instances, X, self.covariates, purpose))
         return model
 
-    def _covariates_for(self, instances, X: pd.DataFrame | None, what: str,
-                        n: int = 0, X_ahead: pd.DataFrame | None = None) -> dict:
-        """The darts covariate argument of ``instances``: ``X`` of each instance, once per
-        column of ``y`` (every column is its own darts series), on the positions of the series.
-
-        For a forecast (``n > 0``) the series are the last ``input_chunk_length`` steps, and
-        future covariates continue over the ``n`` steps after them, from ``X_ahead``.
-        """
-        if X is None:
-            return {}
-        from darts import TimeSeries
-
-        series = []
-        for key, frame in instances:
-            labels = frame.index if n == 0 else frame.index[-self.input_chunk_length:]
-            values = covariate_rows(X, key, labels, what)  # (T, F)
-            if n and self.covariates == "future":
-                ahead = horizon_labels(frame, n, self._fh)
-                values = np.concatenate([values, future_rows(X_ahead, key, ahead, values)])
-            covariate = TimeSeries.from_values(values)
-            series.extend([covariate] * frame.shape[1])
-        return {f"{self.covariates}_covariates": series}
-
     # -- data conversion ----------------------------------------------------------------------
-    def _check_data(self, instances, min_length: int, purpose: str,
-                    read_steps: int | None = None) -> None:
-        """Raise a ValueError if a series is too short, or has missing or infinite values.
-
-        ``purpose`` names the job in the message only. With ``read_steps`` only the last
-        ``read_steps`` steps (the window a forecast reads) must be finite; by default every step.
-        """
-        for key, frame in instances:
-            name = f"The series {key!r}" if key else "The series"
-            if len(frame) < min_length:
-                raise ReinPatchInputError(
-                    f"{name} has {len(frame)} time steps, but {purpose} needs at least "
-                    f"{min_length}. Pass a longer series, or use a smaller input_chunk_length "
-                    f"(now {self.input_chunk_length}) or a shorter forecasting horizon."
-                )
-            window, where = frame, name
-            if read_steps is not None:
-                window = frame.iloc[-read_steps:]
-                where = (f"The last {read_steps} steps of {name[0].lower()}{name[1:]} "
-                         "(the window the forecast reads)")
-            check_finite_values(numeric_values(window), where, window.index,
-                                columns=window.columns, fix=_FINITE_FIX)
-
     def _steps_of(self, fh: ForecastingHorizon, instances) -> list:
         """``(steps ahead, time index)`` of ``fh`` per series; every step must be out of sample."""
         steps = [steps_and_index(fh, frame) for _, frame in instances]
@@ -457,25 +383,10 @@ class ReinPatchForecaster(BaseForecaster):
         """The largest step of ``fh`` over all series; every step must be out of sample."""
         return max(int(ahead.max()) for ahead, _ in self._steps_of(fh, instances))
 
-    @staticmethod
-    def _check_reach(steps: int, limit: int, pretrained: bool) -> None:
-        """Raise a ValueError if ``fh`` reaches beyond the ``limit`` steps the network (the
-        pretrained one, or the fitted one) forecasts."""
-        if steps > limit:
-            network, given, fix = (
-                ("pretrained network", "pretrain", "pretrain a new forecaster") if pretrained
-                else ("network", "fit or pretrain", "fit again")
-            )
-            raise ReinPatchInputError(
-                f"fh reaches {steps} steps ahead, but the {network} forecasts {limit} steps (the "
-                f"largest fh step given to {given}). Use fh steps up to {limit}, or {fix} with a "
-                "longer fh."
-            )
-
     # sktime 1.2 has no hook before this check, whose errors name no column or fix: ours run first
     def _check_X_y(self, X=None, y=None, **kwargs):
-        _check_pandas_input(y, "y")
-        _check_pandas_input(X, "X")
+        check_pandas_input(y, "y")
+        check_pandas_input(X, "X")
         return super()._check_X_y(X=X, y=y, **kwargs)
 
     # -- fit / predict -------------------------------------------------------------------------
@@ -499,7 +410,7 @@ class ReinPatchForecaster(BaseForecaster):
         instances = split_instances(y)
         horizon = self._horizon_of(fh, instances)
         if hasattr(self, "pretrained_model_"):
-            self._check_reach(horizon, self.pretrain_horizon_, pretrained=True)
+            check_reach(horizon, self.pretrain_horizon_, pretrained=True)
             model = copy.deepcopy(self.pretrained_model_).model
             horizon = self.pretrain_horizon_
         else:
@@ -539,12 +450,12 @@ class ReinPatchForecaster(BaseForecaster):
     def _forecast_plan(self, fh: ForecastingHorizon):
         """The series to predict from, their steps and time indices, and the steps to predict."""
         instances = split_instances(self._cur_y)
-        self._check_data(instances, self.input_chunk_length, "forecasting",
-                         read_steps=self.input_chunk_length)
+        check_instances(instances, self.input_chunk_length, "forecasting",
+                        self.input_chunk_length, read_steps=self.input_chunk_length)
         plans = [(key, frame, *steps) for (key, frame), steps
                  in zip(instances, self._steps_of(fh, instances))]
         n = max(int(steps.max()) for _, _, steps, _ in plans)
-        self._check_reach(n, self.horizon_, pretrained=False)
+        check_reach(n, self.horizon_, pretrained=False)
         return plans, n
 
     def _darts_predict(self, n: int, plans, X: pd.DataFrame | None, **kwargs) -> list:
@@ -556,23 +467,10 @@ class ReinPatchForecaster(BaseForecaster):
                 "This forecaster was fitted with X as future covariates (covariates='future'), "
                 "so predict needs X at the steps of fh. Pass X, or use covariates='past'."
             )
-        covariates = self._covariates_for(instances, self._cur_X, "a forecast", n, X)
+        covariates = darts_covariates(instances, self._cur_X, self.covariates, "a forecast",
+                                      lookback=self.input_chunk_length, n=n, X_ahead=X,
+                                      fh=self._fh)
         return model.predict(n, series=series, verbose=False, **covariates, **kwargs)
-
-    def _assemble(self, plans, blocks: list[np.ndarray], columns) -> pd.DataFrame:
-        """Stack per-series ``(len(fh), k)`` blocks into sktime's output frame."""
-        index_names = self._cur_y.index.names
-        if len(plans) == 1 and plans[0][0] == ():
-            index = plans[0][3]
-        else:
-            index = pd.MultiIndex.from_tuples(
-                [key + (t,) for key, _, _, times in plans for t in times], names=index_names
-            )
-        values = np.concatenate(blocks, axis=0).astype(np.float64)
-        frame = pd.DataFrame(values, index=index, columns=columns)
-        if not isinstance(index, pd.MultiIndex):
-            frame.index.name = index_names[0]
-        return frame
 
     def _predict(self, fh: ForecastingHorizon, X: pd.DataFrame | None = None) -> pd.DataFrame:
         """Point forecast: the mean forecast, or the median / mean of the likelihood.
@@ -600,17 +498,7 @@ class ReinPatchForecaster(BaseForecaster):
             quantiles = getattr(model_likelihood, "quantiles", None)
             location = quantiles.index(0.5) if quantiles is not None else 0
         values = np.stack([p.values(copy=False)[:, location] for p in predictions], axis=1)
-        blocks = self._per_series_blocks(plans, values)  # each (len(fh), C)
-        return self._assemble(plans, blocks, self._cur_y.columns)
-
-    def _per_series_blocks(self, plans, values: np.ndarray) -> list[np.ndarray]:
-        """Split ``(n, total columns, ...)`` predictions into per-series blocks at ``fh``."""
-        n_columns = self._cur_y.shape[1]
-        blocks = []
-        for i, (_, _, steps, _) in enumerate(plans):
-            block = values[:, i * n_columns : (i + 1) * n_columns]  # (n, C, ...)
-            blocks.append(block[steps - 1])
-        return blocks
+        return forecast_frame(plans, values, self._cur_y.columns, self._cur_y.index.names)
 
     def _predict_quantiles(
         self, fh: ForecastingHorizon, X: pd.DataFrame | None, alpha: list[float]
@@ -638,56 +526,19 @@ class ReinPatchForecaster(BaseForecaster):
         values = np.stack([s.all_values(copy=False)[:, 0, :] for s in samples], axis=1)  # (n,S*C,K)
         levels = np.quantile(values, alpha, axis=-1)  # (A, n, S*C)
         levels = np.moveaxis(levels, 0, -1)  # (n, S*C, A)
-        blocks = [block.reshape(len(block), -1) for block in self._per_series_blocks(plans, levels)]
         columns = pd.MultiIndex.from_product([self._cur_y.columns, alpha])
-        return self._assemble(plans, blocks, columns)
+        return forecast_frame(plans, levels, columns, self._cur_y.index.names)
 
     # -- probabilistic forecasts without a likelihood ---------------------------------------
     # sktime 1.2 raises "does not have the capability ... open an issue on sktime" in these four
     # methods before any extension point runs: ours names the argument to pass, then sktime's runs
-    def predict_interval(self, fh=None, X=None, coverage=0.90):
-        """Prediction intervals; see sktime's ``BaseForecaster.predict_interval``.
-
-        Raises
-        ------
-        NotImplementedError
-            Without a likelihood (``likelihood=None``); the message says what to pass.
-        """
-        self._check_likelihood("prediction intervals")
-        return super().predict_interval(fh=fh, X=X, coverage=coverage)
-
-    def predict_quantiles(self, fh=None, X=None, alpha=None):
-        """Quantile forecasts; see sktime's ``BaseForecaster.predict_quantiles``.
-
-        Raises
-        ------
-        NotImplementedError
-            Without a likelihood (``likelihood=None``); the message says what to pass.
-        """
-        self._check_likelihood("quantile predictions")
-        return super().predict_quantiles(fh=fh, X=X, alpha=alpha)
-
-    def predict_var(self, fh=None, X=None, cov=False):
-        """Variance forecasts; see sktime's ``BaseForecaster.predict_var``.
-
-        Raises
-        ------
-        NotImplementedError
-            Without a likelihood (``likelihood=None``); the message says what to pass.
-        """
-        self._check_likelihood("variance predictions")
-        return super().predict_var(fh=fh, X=X, cov=cov)
-
-    def predict_proba(self, fh=None, X=None, marginal=True):
-        """Predictive distributions; see sktime's ``BaseForecaster.predict_proba``.
-
-        Raises
-        ------
-        NotImplementedError
-            Without a likelihood (``likelihood=None``); the message says what to pass.
-        """
-        self._check_likelihood("fully probabilistic predictions")
-        return super().predict_proba(fh=fh, X=X, marginal=marginal)
+    predict_interval = _after_likelihood_check(BaseForecaster.predict_interval,
+                                               "prediction intervals")
+    predict_quantiles = _after_likelihood_check(BaseForecaster.predict_quantiles,
+                                                "quantile predictions")
+    predict_var = _after_likelihood_check(BaseForecaster.predict_var, "variance predictions")
+    predict_proba = _after_likelihood_check(BaseForecaster.predict_proba,
+                                            "fully probabilistic predictions")
 
     def _check_likelihood(self, what: str) -> None:
         """Raise sktime's ``NotImplementedError`` for ``what``, saying which likelihood to pass,
@@ -738,8 +589,8 @@ class ReinPatchForecaster(BaseForecaster):
             return self._pretrain(y=y, X=X, fh=fh)
         instances = split_instances(y)
         if fh is not None:
-            self._check_reach(self._pretrain_horizon(fh, y, instances), self.pretrain_horizon_,
-                              pretrained=True)
+            check_reach(self._pretrain_horizon(fh, y, instances), self.pretrain_horizon_,
+                        pretrained=True)
         model = copy.deepcopy(self.pretrained_model_).model
         self.pretrained_model_ = _TrainedModel(
             self._train_on(instances, X, self.pretrain_horizon_, "pretraining", model))
@@ -785,13 +636,11 @@ class ReinPatchForecaster(BaseForecaster):
         Returns
         -------
         params : list of dict
-            Two tiny configurations (one epoch, ``d_model=8``, lookback 6) that fit sktime's
-            shortest test series (10 steps, horizon up to 3); a batch holds every training
-            window of those series, so an epoch is one optimiser step. Between them they cover
-            both patcher kinds, both kinds of forecast and both ways ``X`` reaches the network:
-            a probabilistic forecaster (quantile likelihood) with the uniform patcher and ``X``
-            as future covariates, and a point forecaster with the learned patcher (its default
-            policy, GRPG groups of 2, another ``kl_coef``) and ``X`` as past covariates.
+            Two tiny configurations (one epoch of one batch, lookback 6) for sktime's shortest
+            test series (10 steps, horizon up to 3), covering both patcher kinds, both kinds
+            of forecast and both ways ``X`` reaches the network: a quantile forecaster with the
+            uniform patcher and future ``X``, a point forecaster with the learned patcher
+            (GRPG groups of 2) and past ``X``.
         """
         tiny = {
             "input_chunk_length": 6,
