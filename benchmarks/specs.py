@@ -217,7 +217,11 @@ LOOKBACKS = (96, 336, 512, 720)
 LTSF_MODELS = {**BASELINE_ROWS, **ltsf_models(), **PRICE_ROW,
                **ltsf_models(FLATTEN_SUFFIX, FLATTEN),
                **{f"{p} lr={lr:g}": peer(p, lr) for p in PEERS for lr in PEER_LRS},
-               **{f"patchtst lr={lr:g}": patchtst(lr) for lr in PEER_LRS}}
+               **{f"patchtst lr={lr:g}": patchtst(lr) for lr in PEER_LRS},
+               # the reproduction check: PatchTST's published runs train up to 100 epochs
+               "patchtst (lr=0.0001, 30 epochs)": {
+                   "family": "patchtst", "lr": 1e-4, "batch_size": 128, "epochs": 30,
+                   "dataset_kwargs": PATCHTST_SIZES, "tags": ["patchtst_long"]}}
 # the flatten-head rows answer to their own tags only
 for _name, _model in LTSF_MODELS.items():
     if _name.endswith(FLATTEN_SUFFIX):
