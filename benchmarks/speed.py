@@ -208,14 +208,14 @@ def prediction_parts(network, x: torch.Tensor) -> dict[str, Callable[[], object]
     backbone = network.backbone
     with torch.no_grad():
         patcher_input, series, _ = network._normalise(x)  # (R, L) each
-        starts = network._decode(patcher_input).starts  # (R, 1, N)
+        starts, _ = network._decode_starts(patcher_input)  # (R, 1, N)
         local = backbone.local_features(series)  # (R, L, d)
         tokens = backbone.tokeniser(series, starts, local)  # (R, N, d)
         encoder = partial(reduce, lambda h, layer: layer(h, 1), backbone.layers, tokens)
         encoded = backbone.final_norm(encoder())  # (R, N, d)
         steps = backbone._step_features(encoded, None, starts, None, local).flatten(1)  # (R, L*k)
     return {
-        "patcher (decode)": lambda: network._decode(patcher_input),
+        "patcher (decode)": lambda: network._decode_starts(patcher_input),
         "tokeniser (local features, tokens)": lambda: backbone.tokeniser(
             series, starts, backbone.local_features(series)),
         "encoder (layers)": encoder,

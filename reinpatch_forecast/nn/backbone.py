@@ -38,6 +38,7 @@ from torch import Tensor, nn
 
 from ..errors import ReinPatchInputError
 from .chunking import map_row_chunks, rows_per_chunk
+from .convolution import step_major_conv1d
 from .covariates import CovariateEmbedding, Covariates
 from .readout import StepReadout
 from .segments import (
@@ -51,8 +52,8 @@ from .segments import (
 if TYPE_CHECKING:  # pragma: no cover
     from .config import ReinPatchConfig
 
-__all__ = ["PatchTokeniser", "EncoderLayer", "Backbone", "group_dropout", "GroupDropout",
-           "set_mc_dropout"]
+__all__ = ["PatchTokeniser", "SelfAttention", "EncoderLayer", "Backbone", "group_dropout",
+           "GroupDropout", "set_mc_dropout"]
 
 
 def sinusoidal_features(positions: Tensor, n_frequencies: int, max_period: float) -> Tensor:
@@ -137,16 +138,8 @@ class PatchTokeniser(nn.Module):
         return F.gelu(self._local_conv(x))  # (R, L, d)
 
     def _local_conv(self, x: Tensor) -> Tensor:
-        """``local_conv`` of ``x`` ``(r, L)``, step-major ``(r, L, d)``.
-
-        The one-channel conv runs as a product of its ``(d, k)`` weight with the ``k`` taps of
-        every step: the result comes out step-major, as the patch means and the skip read it,
-        without the conv's separate padding copy and transpose.
-        """
-        reach = self.local_conv.kernel_size[0] // 2
-        padded = F.pad(x.unsqueeze(1), (reach, reach), mode="replicate")[:, 0]  # (R, L+2*reach)
-        taps = padded.unfold(-1, 2 * reach + 1, 1)  # (R, L, k): the steps each output reads
-        return F.linear(taps, self.local_conv.weight[:, 0], self.local_conv.bias)  # (R, L, d)
+        """``local_conv`` of ``x`` ``(r, L)``, step-major ``(r, L, d)``."""
+        return step_major_conv1d(self.local_conv, x)  # (R, L, d)
 
     def local_tokens(self, local: Tensor, starts: Tensor) -> Tensor:
         """The local part of every token, ``local_out`` of the patch mean of ``local``.
@@ -255,6 +248,55 @@ def set_mc_dropout(module: nn.Module, active: bool) -> None:
             child._mc_dropout_enabled = active
 
 
+class SelfAttention(nn.Module):
+    """Multi-head self-attention that owns its projections: ``qkv`` ``(d -> 3d)`` and ``out``
+    ``(d -> d)``, and calls ``F.scaled_dot_product_attention`` (no attention dropout).
+
+    Its initial weights are those of ``nn.MultiheadAttention(d, heads)`` drawn in the same
+    order (``out``'s weight and bias, then a Xavier-uniform ``qkv`` weight; both biases zero),
+    so a seed gives the same network as an encoder built on that module. A state dict saved
+    with ``nn.MultiheadAttention``'s names (``in_proj_weight``, ``in_proj_bias``,
+    ``out_proj.weight``, ``out_proj.bias``) loads under the new names: the weights are the
+    same matrices.
+
+    Parameters
+    ----------
+    d_model
+        ``d``; a multiple of ``n_heads``.
+    n_heads
+        Attention heads.
+    """
+
+    #: Old key suffix -> new key suffix of a state dict written by ``nn.MultiheadAttention``.
+    legacy_keys = {"in_proj_weight": "qkv.weight", "in_proj_bias": "qkv.bias",
+                   "out_proj.weight": "out.weight", "out_proj.bias": "out.bias"}
+
+    def __init__(self, d_model: int, n_heads: int) -> None:
+        super().__init__()
+        self.n_heads = n_heads
+        # Built without drawing, then drawn in nn.MultiheadAttention's order (see above).
+        self.qkv = nn.utils.skip_init(nn.Linear, d_model, 3 * d_model)
+        self.out = nn.Linear(d_model, d_model)
+        nn.init.xavier_uniform_(self.qkv.weight)
+        nn.init.zeros_(self.qkv.bias)
+        nn.init.zeros_(self.out.bias)
+
+    def forward(self, h: Tensor, unused: Tensor | None = None) -> Tensor:
+        """``(M, N, d) -> (M, N, d)``; ``unused`` ``(M, N)`` bool masks keys (empty slots)."""
+        rows, tokens, width = h.shape
+        heads = self.n_heads
+        q, k, v = self.qkv(h).view(rows, tokens, 3, heads, width // heads).permute(2, 0, 3, 1, 4)
+        mask = None if unused is None else ~unused[:, None, None, :]  # (M, 1, 1, N): attend
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (M, heads, N, d/heads)
+        return self.out(out.transpose(1, 2).reshape(rows, tokens, width))  # (M, N, d)
+
+    def _load_from_state_dict(self, state_dict: dict, prefix: str, *args, **kwargs) -> None:
+        for old, new in self.legacy_keys.items():
+            if prefix + old in state_dict and prefix + new not in state_dict:
+                state_dict[prefix + new] = state_dict.pop(prefix + old)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+
 class EncoderLayer(nn.Module):
     """Pre-norm Transformer encoder layer with group-shared dropout.
 
@@ -267,7 +309,7 @@ class EncoderLayer(nn.Module):
         # One module for the three sites: it holds no state, only the rate and the MC switch.
         self.dropout = GroupDropout(dropout)
         self.attention_norm = nn.LayerNorm(d_model)
-        self.attention = nn.MultiheadAttention(d_model, n_heads, batch_first=True)
+        self.attention = SelfAttention(d_model, n_heads)
         self.ff_norm = nn.LayerNorm(d_model)
         self.ff_in = nn.Linear(d_model, d_ff)
         self.ff_out = nn.Linear(d_ff, d_model)
@@ -275,27 +317,9 @@ class EncoderLayer(nn.Module):
     def forward(self, h: Tensor, group: int, unused: Tensor | None = None) -> Tensor:
         """``(R*G, N, d) -> (R*G, N, d)``; ``unused`` ``(R*G, N)`` bool masks empty token
         slots as keys (their own outputs are never read)."""
-        attended = self._attend(self.attention_norm(h), unused)  # (R*G, N, d)
-        h = h + self.dropout(attended, group)
+        h = h + self.dropout(self.attention(self.attention_norm(h), unused), group)
         inner = self.dropout(F.gelu(self.ff_in(self.ff_norm(h))), group)  # (R*G, N, d_ff)
         return h + self.dropout(self.ff_out(inner), group)
-
-    def _attend(self, h: Tensor, unused: Tensor | None) -> Tensor:
-        """Self-attention of ``self.attention``'s weights through
-        ``F.scaled_dot_product_attention``, ``(M, N, d) -> (M, N, d)``.
-
-        The same function as the module's call (no attention dropout), through PyTorch's fused
-        attention kernel in training and prediction alike (the module takes it only in
-        inference, and its fused path is slower on the CPU).
-        """
-        attention = self.attention
-        rows, tokens, width = h.shape
-        heads = attention.num_heads
-        qkv = F.linear(h, attention.in_proj_weight, attention.in_proj_bias)  # (M, N, 3d)
-        q, k, v = qkv.view(rows, tokens, 3, heads, width // heads).permute(2, 0, 3, 1, 4)
-        mask = None if unused is None else ~unused[:, None, None, :]  # (M, 1, 1, N): attend
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (M, heads, N, d/heads)
-        return attention.out_proj(out.transpose(1, 2).reshape(rows, tokens, width))
 
 
 class Backbone(nn.Module):

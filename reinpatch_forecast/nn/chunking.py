@@ -5,7 +5,9 @@ computed on its own, so a large pass can run over consecutive chunks of rows wit
 result. On the CPU that is faster: glibc serves an allocation above 32 MiB with a fresh
 ``mmap`` that page-faults on first touch, and a small chunk stays in the cache between the
 many passes a module makes over its activations. An accelerator's caching allocator has
-neither cost and prefers one large kernel, so only CPU passes are split.
+neither cost and prefers one large kernel, so only CPU passes are split. A traced export
+(ONNX) runs every row in one call: the chunks are a Python loop, which a trace would unroll for
+the example's rows, fixing the batch size of the graph.
 
 Two passes that use the same rows per chunk draw their dropout masks in the same order; the
 GRPG step relies on it (see :meth:`~reinpatch_forecast.nn.backbone.Backbone.forward`).
@@ -67,11 +69,12 @@ def map_row_chunks(
     -------
     Tensor or tuple of Tensor
         What ``function`` returns on all the rows, ``(R * m, ...)``: one call when the input is
-        not on the CPU or fits one chunk, else the chunks' outputs concatenated.
+        not on the CPU, fits one chunk or is being exported, else the chunks' outputs
+        concatenated.
     """
     first = inputs[0]
     rows = first.shape[0]
-    if first.device.type != "cpu" or chunk_rows >= rows:
+    if first.device.type != "cpu" or chunk_rows >= rows or torch.onnx.is_in_onnx_export():
         return function(*inputs)
     outputs = [
         function(*(None if value is None else value[start : start + chunk_rows]

@@ -24,7 +24,7 @@ from torch import Tensor, nn
 
 from ..errors import ReinPatchInputError
 from .chunking import map_row_chunks, rows_per_chunk
-from .convolution import replicate_conv1d
+from .convolution import pointwise_conv1d, replicate_conv1d
 from .patcher_interface import Patcher, Patching, check_budget_rule, check_levels
 from .policies import BUDGET_SHARES, BoundaryPolicy, DensityPolicy
 
@@ -39,14 +39,6 @@ __all__ = ["LearnedPatcher", "POLICY_OPTIONS"]
 
 #: Settings of a :class:`LearnedPatcher`'s policy, besides its sizes.
 POLICY_OPTIONS = ("density_sigma", "density_knots", "min_length", "at_most")
-
-
-def _pointwise(conv: nn.Conv1d, h: Tensor) -> Tensor:
-    """A kernel-1 ``conv`` of ``h`` ``(R, C_in, L)`` as a weighted sum over the channels,
-    ``(R, C_out, L)``: for a score head this narrow, oneDNN's conv kernel costs several times
-    as much, and the sum gives every row the same rounding (a batched product does not)."""
-    weighted = h.unsqueeze(1) * conv.weight  # (R, C_out, C_in, L)
-    return weighted.sum(dim=2) + conv.bias.unsqueeze(-1)
 
 
 class _DilatedBlock(nn.Module):
@@ -189,7 +181,7 @@ class LearnedPatcher(Patcher):
 
     def _fine_logits(self, x: Tensor) -> Tensor:
         """:meth:`logits` in one pass, ``(r, L)`` from ``(r, L)``."""
-        return _pointwise(self.output, self._features(x)).squeeze(1)  # (R, L)
+        return pointwise_conv1d(self.output, self._features(x)).squeeze(1)  # (R, L)
 
     def logits(self, x: Tensor) -> Tensor:
         """One (level-1) score per position, ``(R, L)`` from ``x`` ``(R, L)``.
@@ -202,8 +194,8 @@ class LearnedPatcher(Patcher):
     def _both_logits(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """Level-1 and level-2 scores in one pass, ``(r, L)`` each from ``(r, L)``."""
         h = self._features(x)  # (R, hidden, L)
-        return (_pointwise(self.output, h).squeeze(1),
-                _pointwise(self.coarse_output, h).squeeze(1))  # (R, L) x 2
+        return (pointwise_conv1d(self.output, h).squeeze(1),
+                pointwise_conv1d(self.coarse_output, h).squeeze(1))  # (R, L) x 2
 
     def level_logits(self, x: Tensor) -> tuple[Tensor, Tensor | None]:
         """Level-1 and level-2 scores per position, ``(R, L)`` each, from one conv pass.
@@ -217,7 +209,7 @@ class LearnedPatcher(Patcher):
     def _fine_and_budget_logits(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """Level-1 scores ``(r, L)`` and budget-share scores ``(r, S)`` in one pass."""
         h = self._features(x)  # (R, hidden, L)
-        return (_pointwise(self.output, h).squeeze(1),
+        return (pointwise_conv1d(self.output, h).squeeze(1),
                 self.count_output(h.mean(dim=-1)))  # (R, L), (R, S)
 
     def _scores(self, x: Tensor) -> tuple[Tensor, Tensor | None, Tensor | None]:
@@ -258,6 +250,19 @@ class LearnedPatcher(Patcher):
                n_coarse_patches: int | None = None) -> Patching:
         self._check_budgets(n_patches, n_coarse_patches)
         return self._draw(self._scores(x), n_patches, n_coarse_patches, 1, False)
+
+    def decode_starts(self, x: Tensor, n_patches: int,
+                      n_coarse_patches: int | None = None) -> tuple[Tensor, Tensor | None]:
+        """The starts of :meth:`decode`, ``(R, 1, N)`` (and ``(R, 1, N2)`` at two levels, else
+        ``None``), from the policy's mode alone: no log-probability, entropy or KL."""
+        self._check_budgets(n_patches, n_coarse_patches)
+        fine_scores, coarse_scores, share_scores = self._scores(x)
+        extra = {} if share_scores is None else {"count_scores": share_scores}
+        starts = self.policy.mode(fine_scores, n_patches, **extra)  # (R, 1, N)
+        if coarse_scores is None:
+            return starts, None
+        coarse = self.policy.draw_coarse(coarse_scores, starts, n_coarse_patches, False)
+        return starts, coarse.starts  # (R, 1, N), (R, 1, N2)
 
     def explore(self, x: Tensor, n_patches: int, group_size: int,
                 n_coarse_patches: int | None = None,

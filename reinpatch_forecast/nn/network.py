@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
@@ -211,9 +210,14 @@ class ReinPatchNetwork(nn.Module):
 
     def _decode(self, patcher_input: Tensor) -> Patching:
         """The patcher's deterministic patching, at one or two levels; ``G == 1``."""
-        with _whole_rows(self.patcher, torch.onnx.is_in_onnx_export()):
-            return self.patcher.decode(patcher_input, self.config.n_patches,
-                                       **self._coarse_budget())
+        return self.patcher.decode(patcher_input, self.config.n_patches,
+                                   **self._coarse_budget())
+
+    def _decode_starts(self, patcher_input: Tensor) -> tuple[Tensor, Tensor | None]:
+        """The starts ``(R, 1, N)`` and coarse starts ``(R, 1, N2)`` (or ``None``) of
+        :meth:`_decode`, without the log-probability, entropy and KL it also computes."""
+        return self.patcher.decode_starts(patcher_input, self.config.n_patches,
+                                          **self._coarse_budget())
 
     def _sample(self, patcher_input: Tensor, group: int) -> Patching:
         """``group`` patchings drawn by the patcher, at one or two levels."""
@@ -265,12 +269,10 @@ class ReinPatchNetwork(nn.Module):
         """
         self._check_input(x)
         batch, _, channels = x.shape
-        with _whole_rows(self, torch.onnx.is_in_onnx_export()):
-            patcher_input, backbone_input, stats = self._normalise(x)
-            patching = self._decode(patcher_input)  # starts (R, 1, N)
-            out = self._forecast(backbone_input, patching.starts, stats, batch, channels,
-                                 coarse_starts=patching.coarse_starts,
-                                 covariates=_rows(covariates, channels))
+        patcher_input, backbone_input, stats = self._normalise(x)
+        starts, coarse_starts = self._decode_starts(patcher_input)  # (R, 1, N), (R, 1, N2)
+        out = self._forecast(backbone_input, starts, stats, batch, channels,
+                             coarse_starts=coarse_starts, covariates=_rows(covariates, channels))
         return out[:, 0]  # (B, H, C, Q)
 
     def boundaries(self, x: Tensor) -> Tensor:
@@ -281,7 +283,7 @@ class ReinPatchNetwork(nn.Module):
         self._check_input(x)
         batch, _, channels = x.shape
         patcher_input, _, _ = self._normalise(x)
-        starts = self._decode(patcher_input).starts  # (R, 1, N)
+        starts, _ = self._decode_starts(patcher_input)  # (R, 1, N)
         return starts[:, 0].reshape(batch, channels, -1)  # (B, C, N)
 
     def coarse_boundaries(self, x: Tensor) -> Tensor:
@@ -298,7 +300,7 @@ class ReinPatchNetwork(nn.Module):
         self._check_input(x)
         batch, _, channels = x.shape
         patcher_input, _, _ = self._normalise(x)
-        coarse = self._decode(patcher_input).coarse_starts  # (R, 1, N2)
+        _, coarse = self._decode_starts(patcher_input)  # (R, 1, N2)
         return coarse[:, 0].reshape(batch, channels, -1)  # (B, C, N2)
 
     def _explore(self, patcher_input: Tensor, group: int,
@@ -531,30 +533,3 @@ def _mean_squared_error(prediction: Tensor, target: Tensor) -> Tensor:
 def _squared_error(prediction: Tensor, target: Tensor) -> Tensor:
     """Squared error per element ``(S, H, C)`` of the first parameter of ``(S, H, C, Q)``."""
     return (prediction[..., 0] - target) ** 2
-
-
-@contextmanager
-def _whole_rows(network: nn.Module, enabled: bool = True) -> Iterator[None]:
-    """Run the block with every module of ``network`` passing all its rows at once.
-
-    The row chunks of large CPU passes (:mod:`~reinpatch_forecast.nn.chunking`) are a Python
-    loop over the rows: an export would unroll it for the example's rows and fix the batch
-    size of the graph. An unbounded ``chunk_elements`` makes every chunk hold all the rows,
-    so an exported graph has no loop and keeps any batch axis the export leaves dynamic (the
-    rows are independent: the same forecasts).
-    """
-    if not enabled:
-        yield
-        return
-    modules = [module for module in network.modules() if hasattr(module, "chunk_elements")]
-    saved = [vars(module).get("chunk_elements") for module in modules]  # None: the class's
-    try:
-        for module in modules:
-            module.chunk_elements = sys.maxsize
-        yield
-    finally:
-        for module, value in zip(modules, saved):
-            if value is None:
-                del module.chunk_elements
-            else:
-                module.chunk_elements = value

@@ -138,6 +138,17 @@ class Patcher(nn.Module):
         """The deterministic patching of every row of ``x`` ``(R, L)``; ``G == 1``."""
         raise NotImplementedError
 
+    def decode_starts(self, x: Tensor, n_patches: int,
+                      n_coarse_patches: int | None = None) -> tuple[Tensor, Tensor | None]:
+        """The starts of :meth:`decode`, ``(R, 1, N)`` int64, and its coarse starts
+        ``(R, 1, N2)`` (``None`` at one level), of ``x`` ``(R, L)``: what prediction reads.
+
+        A patcher may skip the work :meth:`decode` does for training (log-probabilities, KL,
+        entropy); the starts are the same.
+        """
+        patching = self.decode(x, n_patches, n_coarse_patches)
+        return patching.starts, patching.coarse_starts
+
     def _check_budgets(self, n_patches: int, n_coarse_patches: int | None) -> None:
         """Raise a ``ValueError`` unless ``n_coarse_patches`` fits ``self.levels``."""
         name = type(self).__name__

@@ -222,6 +222,12 @@ class BoundaryPolicy:
         """Level-2 starts among the fine ``starts`` ``(R, G, N1)`` of every draw."""
         raise NotImplementedError
 
+    def mode(self, scores: Tensor, n_patches: int, **kwargs) -> Tensor:
+        """The starts ``(R, 1, N)`` of the mode of ``scores`` ``(R, L)``: those of
+        ``draw(scores, n_patches, 1, False)``, without its log-probability, entropy and KL
+        (prediction reads the starts only). ``kwargs`` are the policy's extra scores."""
+        return self.draw(scores, n_patches, 1, False, **kwargs).starts
+
 
 @dataclass
 class CellSteps:
@@ -431,6 +437,24 @@ class DensityPolicy(BoundaryPolicy):
         starts = self._starts(action.detach(), cell_start, cell_length, length, n_patches,
                               shortest, used)
         return PolicyDraw(starts=starts, log_prob=log_prob, entropy=entropy, kl=kl)
+
+    def mode(self, scores: Tensor, n_patches: int,
+             count_scores: Tensor | None = None) -> Tensor:
+        """The starts of :meth:`draw`'s mode, ``(R, 1, N)``: the quantiles of ``u = mu`` (and
+        the most likely budget share of ``count_scores`` ``(R, S)``), with none of the
+        log-density, entropy and KL terms."""
+        rows, length = scores.shape
+        if n_patches == 1:
+            return torch.zeros(rows, 1, 1, dtype=torch.long, device=scores.device)
+        cell_start, cell_length, steps = self._cells(length, n_patches, scores.device)
+        action = steps.means(scores).detach().unsqueeze(1)  # (R, 1, K): the mode, u = mu
+        shortest = min(self.min_length, min(uniform_gaps(length, n_patches)))
+        used = None
+        if count_scores is not None:
+            # argmax of the log-probabilities, as draw takes it (ties: the full budget)
+            share = torch.log_softmax(count_scores.detach(), dim=-1).argmax(dim=-1, keepdim=True)
+            used = budget_counts(n_patches, scores.device)[share]  # (R, 1)
+        return self._starts(action, cell_start, cell_length, length, n_patches, shortest, used)
 
     def draw_coarse(self, coarse_scores: Tensor, starts: Tensor, n_coarse: int,
                     sample: bool, generator: torch.Generator | None = None) -> PolicyDraw:

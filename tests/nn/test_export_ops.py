@@ -143,9 +143,9 @@ def test_coarse_draws_and_token_starts_are_identical_in_the_export_branch(monkey
             assert torch.equal(got, want)
 
 
-def test_forward_runs_whole_rows_while_exporting_and_restores_chunking(monkeypatch):
-    """No row chunks inside an export (their loop would fix the batch size of the graph); the
-    modules' chunk sizes come back afterwards, and the forecast is the chunked one."""
+def test_forward_runs_whole_rows_while_exporting_without_changing_modules(monkeypatch):
+    """No row chunks inside an export (their loop would fix the batch size of the graph), no
+    module changed to get there, and the forecast is the chunked one."""
     torch.manual_seed(0)
     config = ReinPatchConfig(input_length=24, output_length=4, compression_rate=(4, 2), levels=2,
                              backbone=dict(d_model=8, n_heads=1, n_layers=1, dropout=0.0,
@@ -153,18 +153,29 @@ def test_forward_runs_whole_rows_while_exporting_and_restores_chunking(monkeypat
     network = ReinPatchNetwork(config, patcher=small_learned(levels=2, policy="density",
                                                              scored=True)).eval()
     network.patcher.chunk_elements = 8 * 24  # instance value: 1 row per chunk
+    network.backbone.chunk_elements = 1
     calls = []
     original = network.patcher._both_logits
     monkeypatch.setattr(network.patcher, "_both_logits",
                         lambda x: calls.append(x.shape[0]) or original(x))
+    backbone_calls = []
+    original_forward = network.backbone._forward
+    monkeypatch.setattr(network.backbone, "_forward",
+                        lambda *a: backbone_calls.append(a[0].shape[0]) or original_forward(*a))
+    before = {name: dict(vars(module)) for name, module in network.named_modules()}
     x = torch.randn(5, 24, 1)
     with torch.no_grad():
         chunked = network(x)
-        assert calls == [1] * 5
+        assert calls == backbone_calls == [1] * 5
         calls.clear()
+        backbone_calls.clear()
         monkeypatch.setattr(torch.onnx, "is_in_onnx_export", lambda: True)
         whole = network(x)
-    assert calls == [5]
+    assert calls == backbone_calls == [5]
     torch.testing.assert_close(whole, chunked, rtol=0, atol=1e-6)
-    assert network.patcher.chunk_elements == 8 * 24
-    assert "chunk_elements" not in vars(network.backbone)  # class value, as before
+    after = {name: dict(vars(module)) for name, module in network.named_modules()}
+    assert after.keys() == before.keys()
+    for name in before:
+        assert before[name].keys() == after[name].keys()
+        assert all(before[name][key] is after[name][key] or before[name][key] == after[name][key]
+                   for key in before[name] if not key.startswith("_"))

@@ -12,7 +12,11 @@ import torch
 from reinpatch_forecast.nn import ReinPatchConfig, ReinPatchNetwork
 from reinpatch_forecast.nn.backbone import Backbone
 from reinpatch_forecast.nn.chunking import map_row_chunks, rows_per_chunk
-from reinpatch_forecast.nn.convolution import replicate_conv1d
+from reinpatch_forecast.nn.convolution import (
+    pointwise_conv1d,
+    replicate_conv1d,
+    step_major_conv1d,
+)
 from reinpatch_forecast.nn.patchers import LearnedPatcher, RandomPatcher
 
 
@@ -154,3 +158,19 @@ def test_map_row_chunks_splits_cpu_rows_and_joins_every_output():
     assert torch.equal(summed, (x.sum(-1) + extra).repeat_interleave(3))
     single = map_row_chunks(lambda a: a + 1, (x,), 5)  # fits one chunk: one call
     assert torch.equal(single, x + 1)
+
+
+@pytest.mark.parametrize("kernel_size", [1, 3, 5])
+def test_step_major_conv_matches_the_padded_conv(kernel_size):
+    torch.manual_seed(0)
+    conv = torch.nn.Conv1d(1, 6, kernel_size, padding="same", padding_mode="replicate")
+    x = torch.randn(4, 9)
+    torch.testing.assert_close(step_major_conv1d(conv, x),
+                               conv(x.unsqueeze(1)).transpose(1, 2), rtol=1e-5, atol=1e-6)
+
+
+def test_pointwise_conv_matches_the_kernel_one_conv():
+    torch.manual_seed(0)
+    conv = torch.nn.Conv1d(8, 2, 1)
+    h = torch.randn(3, 8, 11)
+    torch.testing.assert_close(pointwise_conv1d(conv, h), conv(h), rtol=1e-5, atol=1e-6)
