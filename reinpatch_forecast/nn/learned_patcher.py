@@ -24,7 +24,7 @@ from torch import Tensor, nn
 
 from ..errors import ReinPatchInputError
 from .chunking import map_row_chunks, rows_per_chunk
-from .convolution import pointwise_conv1d, replicate_conv1d
+from .convolution import pointwise_conv1d
 from .patcher_interface import Patcher, Patching, check_budget_rule, check_levels
 from .policies import BUDGET_SHARES, BoundaryPolicy, DensityPolicy
 
@@ -54,7 +54,7 @@ class _DilatedBlock(nn.Module):
 
     def forward(self, h: Tensor) -> Tensor:
         """``(R, hidden, L) -> (R, hidden, L)``."""
-        return h + replicate_conv1d(self.conv, F.gelu(self.norm(h)))  # (R, hidden, L)
+        return h + self.conv(F.gelu(self.norm(h)))  # (R, hidden, L)
 
 
 class LearnedPatcher(Patcher):
@@ -163,7 +163,7 @@ class LearnedPatcher(Patcher):
         """Activated features of the conv stack, ``(R, hidden, L)`` from ``x`` ``(R, L)``."""
         step = F.pad(x[:, 1:] - x[:, :-1], (1, 0))  # (R, L): the jump into each position
         inputs = torch.stack([x, step], dim=1)  # (R, 2, L)
-        h = replicate_conv1d(self.input_proj, inputs)  # (R, hidden, L)
+        h = self.input_proj(inputs)  # (R, hidden, L)
         for block in self.blocks:
             h = block(h)  # (R, hidden, L)
         return F.gelu(h)  # (R, hidden, L)

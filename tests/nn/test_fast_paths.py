@@ -1,7 +1,7 @@
 """CPU fast paths give the results of the plain modules.
 
-The backbone and the learned patcher split large passes into chunks of rows, and the patcher's
-convs skip PyTorch's separate replicate pad: all of it must be invisible up to float rounding.
+The backbone and the learned patcher split large passes into chunks of rows, and two small
+convs run as products: all of it must be invisible up to float rounding.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from reinpatch_forecast.nn.backbone import Backbone
 from reinpatch_forecast.nn.chunking import map_row_chunks, rows_per_chunk
 from reinpatch_forecast.nn.convolution import (
     pointwise_conv1d,
-    replicate_conv1d,
     step_major_conv1d,
 )
 from reinpatch_forecast.nn.patchers import LearnedPatcher, RandomPatcher
@@ -64,33 +63,6 @@ def test_small_passes_are_not_chunked():
     network = ReinPatchNetwork(ReinPatchConfig(input_length=96, output_length=96, n_channels=7))
     assert network.backbone.chunk_rows(32 * 7, 8, 96) >= 32 * 7 // 2
     assert network.backbone.chunk_rows(4 * 7, 8, 96) >= 4 * 7
-
-
-@pytest.mark.parametrize("in_channels", [1, 2, 3])  # both strategies of replicate_conv1d
-@pytest.mark.parametrize("kernel_size", [1, 3, 5])
-@pytest.mark.parametrize("dilation", [1, 2, 8])
-@pytest.mark.parametrize("length", [1, 2, 5, 40])
-def test_replicate_conv_matches_the_padded_conv(in_channels, kernel_size, dilation, length):
-    torch.manual_seed(0)
-    conv = torch.nn.Conv1d(in_channels, 4, kernel_size, dilation=dilation, padding="same",
-                           padding_mode="replicate")
-    x = torch.randn(2, in_channels, length, requires_grad=True)
-    expected, got = conv(x), replicate_conv1d(conv, x)
-    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6)
-    wanted = torch.autograd.grad(expected.square().sum(), [x, conv.weight, conv.bias])
-    given = torch.autograd.grad(got.square().sum(), [x, conv.weight, conv.bias])
-    for a, b in zip(given, wanted):
-        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
-
-
-@pytest.mark.parametrize("kernel_size", [1, 3, 5])
-@pytest.mark.parametrize("length", [2, 3, 30])
-def test_input_projection_matches_the_conv(kernel_size, length):
-    torch.manual_seed(0)
-    patcher = LearnedPatcher(hidden_size=6, n_layers=1, kernel_size=kernel_size)
-    inputs = torch.randn(4, 2, length)
-    torch.testing.assert_close(replicate_conv1d(patcher.input_proj, inputs),
-                               patcher.input_proj(inputs), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("levels", [1, 2])
