@@ -14,7 +14,7 @@ input_chunk_length=L, compression_rate=R, patcher=..., ...)``, and measures
   trainer, one batch), median of the repeats after a warm-up call;
 - **forward**: the fitted network's forward on one batch of 8 windows under
   ``torch.inference_mode`` (what ``predict`` runs inside darts), split with hooks into the
-  patcher's ``decode``, the attention (every ``nn.MultiheadAttention`` of the encoder, over the
+  patcher's ``decode_starts``, the attention (every ``SelfAttention`` of the encoder, over the
   ``N`` tokens) and the rest (normalisation, tokeniser, feed-forward, the time-aligned readout
   and the head over the ``L`` steps);
 - **memory**: the process's peak resident set (``VmHWM``, which starts afresh at exec, so a
@@ -107,15 +107,17 @@ def step_timer():
 
 def split_forward(network, x, repeats: int, warmup: int) -> dict[str, float]:
     """Median milliseconds of ``network(x)`` (inference mode) and of its parts: the patcher's
-    ``decode``, every ``nn.MultiheadAttention``, and the rest.
+    ``decode_starts`` (what prediction decodes), every encoder ``SelfAttention``, and the rest.
 
-    The parts are timed by wrapping ``network.patcher.decode`` and by forward hooks on the
-    attention modules, in this process only (the package is not changed).
+    The parts are timed by wrapping ``network.patcher.decode_starts`` and by forward hooks on
+    the attention modules, in this process only (the package is not changed).
     """
     import torch
 
+    from reinpatch_forecast.nn.backbone import SelfAttention
+
     spent = {"patcher": 0.0, "attention": 0.0}
-    decode = network.patcher.decode
+    decode = network.patcher.decode_starts
 
     def timed_decode(*args, **kwargs):
         began = time.perf_counter()
@@ -134,10 +136,10 @@ def split_forward(network, x, repeats: int, warmup: int) -> dict[str, float]:
 
     handles = []
     for module in network.modules():
-        if isinstance(module, torch.nn.MultiheadAttention):
+        if isinstance(module, SelfAttention):
             handles += [module.register_forward_pre_hook(before),
                         module.register_forward_hook(after)]
-    network.patcher.decode = timed_decode
+    network.patcher.decode_starts = timed_decode
     network.eval()
     runs = []
     try:
@@ -150,7 +152,7 @@ def split_forward(network, x, repeats: int, warmup: int) -> dict[str, float]:
                 if index >= warmup:
                     runs.append((total, spent["patcher"], spent["attention"]))
     finally:
-        del network.patcher.decode
+        del network.patcher.decode_starts
         for handle in handles:
             handle.remove()
     total, patcher, attention = (float(np.median(column)) for column in zip(*runs))

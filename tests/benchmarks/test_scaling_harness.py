@@ -89,3 +89,20 @@ def test_report_from_fake_rows(scaling, tmp_path):
     assert table[0]["commit"] == "abc1234" and table[0]["machine"] == "a test machine"
     assert [r["patcher"] for r in table[:10]] == ["uniform"] * 10  # uniform rows first
     assert (tmp_path / "scaling.md").is_file()
+
+
+def test_the_forward_split_times_the_decode_and_the_attention_of_a_network(scaling):
+    """The hooks find what prediction runs: the patcher's decode and the encoder's attention
+    each take time, and the parts do not exceed the whole."""
+    import torch
+
+    from reinpatch_forecast.nn import BackboneConfig, ReinPatchConfig, ReinPatchNetwork
+
+    torch.manual_seed(0)
+    network = ReinPatchNetwork(ReinPatchConfig(input_length=48, output_length=12,
+                                               compression_rate=8,
+                                               backbone=BackboneConfig(d_model=16)))
+    parts = scaling.split_forward(network, torch.randn(8, 48, 2), repeats=2, warmup=1)
+    assert parts["patcher_ms"] > 0 and parts["attention_ms"] > 0
+    assert parts["patcher_ms"] + parts["attention_ms"] <= parts["forward_ms"]
+    assert "decode_starts" not in vars(network.patcher)  # the wrapper is removed
