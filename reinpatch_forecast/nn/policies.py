@@ -321,7 +321,10 @@ class DensityPolicy(BoundaryPolicy):
         cache = self.__dict__.setdefault("_cell_cache", {})
         key = (length, n_patches, torch.device(device))
         if key not in cache:
-            cache[key] = self._new_cells(length, n_patches, device)
+            # Built as ordinary tensors even when the first call predicts under inference
+            # mode: a later training step saves them for backward.
+            with torch.inference_mode(False):
+                cache[key] = self._new_cells(length, n_patches, device)
         return cache[key]
 
     def _new_cells(self, length: int, n_patches: int,

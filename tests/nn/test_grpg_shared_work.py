@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from reinpatch_forecast.errors import ReinPatchInputError
-from reinpatch_forecast.nn import Covariates, ReinPatchConfig
+from reinpatch_forecast.nn import Covariates, ReinPatchConfig, ReinPatchNetwork
 from reinpatch_forecast.nn.segments import segment_mean
 
 from nn_support import small_config, small_network  # noqa: E402
@@ -211,3 +211,19 @@ def test_a_saved_config_with_a_scored_series_count_still_builds():
                                  training={"group_size": 4, "scored_series": 32})
     assert config.training.group_size == 4
     assert config.training.scored_share == ReinPatchConfig(32, 6).training.scored_share
+
+
+def test_a_network_that_predicted_under_inference_mode_then_trains():
+    """What the density policy keeps between calls (its cells) is built as ordinary tensors,
+    so a training step after a prediction under ``torch.inference_mode`` (darts' predict, then
+    another fit) can save them for backward."""
+    torch.manual_seed(0)
+    config = ReinPatchConfig(input_length=48, output_length=8, compression_rate=8,
+                             backbone=dict(d_model=16, n_heads=2, dropout=0.0))
+    network = ReinPatchNetwork(config)
+    x, y = torch.randn(4, 48, 2), torch.randn(4, 8, 2)
+    with torch.inference_mode():
+        network.eval()(x)
+    losses = network.train().training_losses(x, y)
+    losses.loss.backward()
+    assert network.patcher.output.weight.grad.abs().sum() > 0
