@@ -387,6 +387,24 @@ def is_recorded(run: dict, name: str, records: list[dict]) -> bool:
                         + (r.get("seed"),) for r in records}
 
 
+def run_soak(name: str, args: argparse.Namespace) -> None:
+    """Soak each selected face (``soak.py``) in this process, one record per face; a face
+    already soaked for as many cycles at this commit is skipped (a stopped command resumes)."""
+    import soak
+
+    experiment, results, code = EXPERIMENTS[name], args.out_dir / f"{name}_runs.jsonl", commit()
+    for face in select_models(experiment, args.models, None):
+        cycles = args.cycles or experiment["cycles"][face]
+        if (face, cycles, code) in {(r["face"], r["cycles"], r["commit"])
+                                    for r in load_jsonl(results)}:
+            continue
+        measured = soak.soak(face, cycles, experiment["every"][face],
+                             experiment["from_cycle"][face], args.threads)
+        append_jsonl({"experiment": name, "face": face, **experiment["models"][face]["row"],
+                      "seed": 0, **measured, "commit": code, "date": utc_now()}, results)
+    report(name, args.out_dir)
+
+
 # -- command line ------------------------------------------------------------------------------
 
 
@@ -414,6 +432,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out-dir", type=Path, default=RESULTS)
     parser.add_argument("--dry-run", action="store_true", help="print the plan, run nothing")
     parser.add_argument("--progress", action="store_true")
+    parser.add_argument("--cycles", type=int, help="soak: cycles of each face (default: spec's)")
     args = parser.parse_args(argv)
     if args.experiment == "list":
         for name, experiment in EXPERIMENTS.items():
@@ -428,6 +447,8 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"--threads must be >= 1, got {args.threads}")
     torch.set_num_threads(args.threads)
     name, experiment = args.experiment, EXPERIMENTS[args.experiment]
+    if experiment["kind"] == "soak":
+        return run_soak(name, args)
     runs = plan(name, args)
     results = args.out_dir / f"{name}_runs.jsonl"
     code = commit()  # the code this process loaded, wherever the branch moves meanwhile

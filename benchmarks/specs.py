@@ -82,6 +82,16 @@ TABLES: dict[str, Table] = {
         mean=("test_mse", "val_mse", "test_mae", "epochs", "train_seconds", "grid_distance"),
         std=("test_mse", "val_mse"),
         title="Training recipe: validation and test MSE of the settings a recipe picks from"),
+    "soak": Table(
+        keys=("face", "cycle_does", "cycles", "from_cycle", "verdict"),
+        columns=("face", "cycle_does", "cycles", "from_cycle", "rss_mb_from", "rss_mb_to",
+                 "rss_growth_mb", "rss_trend_mb_per_100", "fds_from", "fds_to",
+                 "objects_growth", "leftovers", "forecasts_differ", "verdict", "commit",
+                 "date"),
+        mean=("rss_mb_from", "rss_mb_to", "rss_growth_mb", "rss_trend_mb_per_100", "fds_from",
+              "fds_to", "objects_growth", "leftovers", "forecasts_differ"), std=(), n="runs",
+        title="Soak: RSS (MiB) and open descriptors over fit / predict / save / load cycles "
+              "(target: under 50 MB RSS growth, no descriptor growth, nothing left behind)"),
 }
 
 # -- training budgets --------------------------------------------------------------------------
@@ -435,6 +445,19 @@ PUBLISHED: dict[str, tuple[str, dict[str, Any]]] = {
         "ETTh1": {"avg": 0.397}, "ETTm1": {"avg": 0.347}, "ETTm2": {"avg": 0.262}}),
 }
 #: Our rows the summary shows (picked rows by their row name; peers by family).
+#: The soak's faces; ``row`` goes into every record (what one cycle does).
+SOAK_FACES = {
+    "darts": {"family": "reinpatch", "row": {"cycle_does": (
+        "`ReinPatchModel(...).fit`, `predict`, `save`, `ReinPatchModel.load`, predict again "
+        "(identical)")}},
+    "sktime": {"family": "reinpatch", "row": {"cycle_does": (
+        "`ReinPatchForecaster` `fit`, `update`, `predict`, `predict_quantiles`, pickle round "
+        "trip (identical)")}},
+    "cli": {"family": "reinpatch", "row": {"cycle_does": (
+        "`fit` and `predict` subprocesses on a CSV (20 cycles, not 200: each command starts an "
+        "interpreter); nothing left behind, forecasts identical")}},
+}
+
 SUMMARY_MODELS = ("learned", "uniform R=8", "learned (L by validation)",
                   "uniform (L by validation)", "patchtst", "patchtst (L by validation)",
                   "dlinear", "tsmixer", "repeat")
@@ -499,4 +522,11 @@ EXPERIMENTS: dict[str, dict[str, Any]] = {
         "lookback": {**{d: 96 for d in LTSF_DATASETS}, "EPF_FR_BE": 168, "vic_elec": 336},
         "seeds": [0, 1, 2], "budget": "reduced", "models": RECIPE_MODELS,
         "default_models": ["recipe"], "patch_stats": ["recipe"]},
+    "soak": {  # benchmarks/soak.py: the faces are its models, one process each
+        "kind": "soak", "datasets": ["sine"], "seeds": [0], "models": SOAK_FACES,
+        "default_models": list(SOAK_FACES),
+        "cycles": {"darts": 200, "sktime": 200, "cli": 20},
+        "every": {"darts": 10, "sktime": 10, "cli": 1},
+        # the CLI parent imports everything before cycle 0 and only starts processes
+        "from_cycle": {"darts": 20, "sktime": 20, "cli": 1}},
 }
