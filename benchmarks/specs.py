@@ -459,8 +459,8 @@ SOAK_FACES = {
 }
 
 SUMMARY_MODELS = ("learned", "uniform R=8", "learned (L by validation)",
-                  "uniform (L by validation)", "patchtst", "patchtst (L by validation)",
-                  "dlinear", "tsmixer", "repeat")
+                  "uniform (L by validation)", "patchtst", "patchtst (lr=0.0001, 30 epochs)",
+                  "patchtst (L by validation)", "dlinear", "tsmixer", "repeat")
 
 # -- experiments -------------------------------------------------------------------------------
 

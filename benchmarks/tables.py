@@ -232,8 +232,9 @@ def write_report(name: str, table: Table, records: Iterable[dict],
 
 
 def _short_name(model: str) -> str:
-    """A row's model without the learning rate its pick chose (``dlinear (lr=0.0001)``)."""
-    return re.sub(r" \(lr=[^)]*\)$", "", model)
+    """A row's model without the learning rate its pick chose (``dlinear (lr=0.0001)``, or
+    ``(lr=0.0001, untuned)`` where one rate ran); other suffixes name other rows."""
+    return re.sub(r" \(lr=[^,)]*(, untuned)?\)$", "", model)
 
 
 def summary_rows(rows: Sequence[dict], models: Sequence[str],

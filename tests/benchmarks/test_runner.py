@@ -197,7 +197,9 @@ def test_the_summary_puts_each_model_and_lookback_on_one_row_beside_published_nu
             for model, lookback, seeds, values in (
                 ("dlinear (lr=0.0001)", 96, 3, (0.1, 0.2, 0.3, 0.4)),
                 ("learned", 96, 2, (0.2, 0.3)),
-                ("uniform R=4", 96, 3, (0.1,)))
+                ("uniform R=4", 96, 3, (0.1,)),
+                ("dlinear (lr=0.01, 30 epochs)", 96, 1, (9.0,)),
+                ("learned (lr=0.0001, untuned)", 336, 1, (0.7,)))
             for h, mse in zip((96, 192, 336, 720), values)]
     rows.append({**rows[0], "protocol": "reduced", "test_mse": 9.0})
     published = {"P": ("336", {"D": [0.5, 0.5, 0.5, 0.5]}), "Q": ("96", {"E": {"avg": 1.0}}),
@@ -205,8 +207,9 @@ def test_the_summary_puts_each_model_and_lookback_on_one_row_beside_published_nu
     table = tables.summary_rows(rows, ("learned", "dlinear"), published, (96, 192, 336, 720),
                                 "full", "D")
     assert [(r["model"], r["L"]) for r in table] == [
-        ("learned", 96), ("dlinear", 96), ("P (published)", "336"), ("S (published)", "searched")]
-    learned, dlinear, p, q = table
+        ("learned", 96), ("learned", 336), ("dlinear", 96), ("P (published)", "336"),
+        ("S (published)", "searched")]
+    learned, _, dlinear, p, q = table
     assert "avg" not in learned and learned["192"] == 0.3 and learned["seeds"] == 2
     assert dlinear["avg"] == pytest.approx(0.25) and dlinear["720"] == 0.4
     assert p["avg"] == pytest.approx(0.5) and q["avg"] == 0.45
