@@ -351,6 +351,8 @@ RECIPES = {
     # an average whose span grows with the steps taken (WeightEMA's warmup)
     "Adam, constant lr, EMA warmup": {"ema": {"decay": 0.995, "warmup": 10}},
     "dropout 0.2, EMA warmup": {"dropout": 0.2, "ema": {"decay": 0.995, "warmup": 10}},
+    "Adam, constant lr, EMA warmup, uniform patches": {"patcher": "uniform",
+                                                       "ema": {"decay": 0.995, "warmup": 10}},
     "Adam, lr x0.5 an epoch": _decay(0.5),
     "Adam, lr x0.8 an epoch": _decay(0.8), "Adam, lr 3e-4": {"lr": 3e-4},
     "AdamW (weight decay 0.05)": {"optimizer_cls": "AdamW",
