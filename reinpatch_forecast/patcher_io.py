@@ -73,8 +73,8 @@ def patcher_from_state(state: dict[str, Any], source: str = "the patcher state")
     config.pop("offset_penalty", None)  # a setting of the offset policy, unused by the density one
     if policy != LearnedPatcher.policy_name:
         raise ReinPatchInputError(
-            f"{source} holds a patcher of the {policy!r} policy, a benchmark ablation "
-            f"(benchmarks/variants.py); the package's learned patcher uses the "
+            f"{source} holds a patcher of the {policy!r} policy, a benchmark ablation that "
+            f"is no longer part of the project; the package's learned patcher uses the "
             f"{LearnedPatcher.policy_name!r} policy. Pretrain a new patcher with "
             "reinpatch_forecast.foundation.pretrain_patcher, or use patcher='pretrained'."
         )

@@ -3,8 +3,8 @@
 It holds the method only: the learned patcher with the density policy (exact and at-most
 budgets, one or two levels), the reference patchers (uniform, random, volatility), the
 tokeniser, the Transformer backbone with the time-aligned ``copy`` readout and its per-step
-skip, covariates, RevIN and the GRPG step. The ablations the benchmarks compare live in
-``benchmarks/variants.py``.
+skip, covariates, RevIN and the GRPG step. The ablation tables of other policies and readouts
+are archived with the commit that produced them (``benchmarks/results/archive/ablations``).
 """
 
 from .backbone import Backbone, PatchTokeniser

@@ -135,11 +135,7 @@ class PatchTokeniser(nn.Module):
 
     def _local_features(self, x: Tensor) -> Tensor:
         """:meth:`local_features` in one pass, ``(r, L, d)`` from ``(r, L)``."""
-        return F.gelu(self._local_conv(x))  # (R, L, d)
-
-    def _local_conv(self, x: Tensor) -> Tensor:
-        """``local_conv`` of ``x`` ``(r, L)``, step-major ``(r, L, d)``."""
-        return step_major_conv1d(self.local_conv, x)  # (R, L, d)
+        return F.gelu(step_major_conv1d(self.local_conv, x))  # (R, L, d)
 
     def local_tokens(self, local: Tensor, starts: Tensor) -> Tensor:
         """The local part of every token, ``local_out`` of the patch mean of ``local``.

@@ -26,7 +26,7 @@ from ..errors import ReinPatchInputError
 from .chunking import map_row_chunks, rows_per_chunk
 from .convolution import pointwise_conv1d
 from .patcher_interface import Patcher, Patching, check_budget_rule, check_levels
-from .policies import BUDGET_SHARES, BoundaryPolicy, DensityPolicy
+from .policies import BUDGET_SHARES, DensityPolicy
 
 #: The learned patcher's sizes when none are given: its convolutional encoder's width, depth and
 #: kernel (``LearnedPatcher``, ``ReinPatchConfig`` and the model options all read these). At
@@ -121,7 +121,7 @@ class LearnedPatcher(Patcher):
         self.density_sigma = float(density_sigma)
         self.density_knots = int(density_knots)
         self.min_length = int(min_length)
-        self.policy = self._make_policy()
+        self.policy = DensityPolicy(self.density_sigma, self.density_knots, self.min_length)
         self.input_proj = nn.Conv1d(2, hidden_size, kernel_size, padding="same",
                                     padding_mode="replicate")
         self.blocks = nn.ModuleList(
@@ -134,15 +134,8 @@ class LearnedPatcher(Patcher):
         self.at_most = at_most
         if at_most:
             self.count_output = nn.Linear(hidden_size, len(BUDGET_SHARES))
-        self._init_heads()
-
-    def _make_policy(self) -> BoundaryPolicy:
-        """The boundary policy the scores drive."""
-        return DensityPolicy(self.density_sigma, self.density_knots, self.min_length)
-
-    def _init_heads(self) -> None:
-        """Zero the score heads: a zero score is the reference policy, so the patcher starts at
-        the uniform grid and moves a boundary only once the reward has paid for it."""
+        # Zero score heads: a zero score is the reference policy, so the patcher starts at the
+        # uniform grid and moves a boundary only once the reward has paid for it.
         for head in (self.output, getattr(self, "coarse_output", None),
                      getattr(self, "count_output", None)):
             if head is not None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -119,31 +119,21 @@ class ReinPatchNetwork(nn.Module):
             check_patcher_fits(getattr(patcher, "levels", 1), getattr(patcher, "at_most", False),
                                config.levels, config.budget)
         self.revin = RevIN(config.n_channels, affine=config.revin_affine) if config.revin else None
-        self.backbone = self._make_backbone(config)
+        self.backbone = Backbone(config)
         # Common random numbers with a uniform-patch network of the same seed: the patcher's
         # initial weights and its sampling noise come from a fork of torch's global generator,
         # so the backbone's weights, the data order and the dropout masks are those the same
         # seed gives `patcher="uniform"`. A learned patcher that keeps the grid then trains
         # exactly as uniform patches; every difference is one the patcher made.
         with torch.random.fork_rng(devices=[]):
-            if patcher is None:
-                patcher = self._make_patcher(config)
+            if patcher is None and config.patcher.name == "learned":
+                patcher = LearnedPatcher(levels=config.levels, at_most=config.budget == "at_most",
+                                         **config.patcher.learned_settings())
+            elif patcher is None:
+                patcher = make_patcher(config.patcher.name, levels=config.levels)
             self._sampling_seed = int(torch.randint(0, 2**62, (1,)))
         self.patcher = patcher
         self._generators: dict[torch.device, torch.Generator] = {}
-
-    @staticmethod
-    def _make_backbone(config: ReinPatchConfig) -> Backbone:
-        """The backbone ``config`` describes."""
-        return Backbone(config)
-
-    @staticmethod
-    def _make_patcher(config: ReinPatchConfig) -> Patcher:
-        """The patcher ``config.patcher`` names (built inside the forked generator)."""
-        if config.patcher.name != "learned":
-            return make_patcher(config.patcher.name, levels=config.levels)
-        return LearnedPatcher(levels=config.levels, at_most=config.budget == "at_most",
-                              **config.patcher.learned_settings())
 
     def sampling_generator(self, device: torch.device) -> torch.Generator:
         """The private generator of the patcher's samples on ``device`` (seeded at
@@ -385,7 +375,8 @@ class ReinPatchNetwork(nn.Module):
                                     local, decoded.coarse_starts,
                                     covariates=rows)[:, 0]  # (B, H, C, Q)
         loss = backbone_loss(prediction, y)
-        with self._scoring_mode(), self._scoring_randomness(x.device):
+        # rewards are constants: the group is scored without gradients
+        with torch.no_grad(), self._scoring_randomness(x.device):
             forecasts = self._score_group(backbone_input, stats, local, rows, decoded, samples,
                                           scored)  # (Rs, 1+G, H, 1, Q)
         # every scored row is its own one-channel series: (Rs, 1+G, H, 1)
@@ -393,13 +384,8 @@ class ReinPatchNetwork(nn.Module):
         targets = targets.expand(-1, group + 1, -1, -1)  # (Rs, 1+G, H, 1)
         per_element = sample_loss(forecasts.flatten(0, 1),
                                   targets.flatten(0, 1))  # (Rs*(1+G), H, 1)
-        loss = self._step_loss(loss, per_element, scored, group)
-        return self._grpg_losses(loss, per_element, prediction, decoded, samples, scored, 1,
-                                 group, self.config.training.kl_coef)
-
-    def _scoring_mode(self) -> AbstractContextManager:
-        """The grad mode the group is scored in: without gradients (rewards are constants)."""
-        return torch.no_grad()
+        return self._grpg_losses(loss, per_element, prediction, decoded, samples, scored,
+                                 group)
 
     @contextmanager
     def _scoring_randomness(self, device: torch.device) -> Iterator[None]:
@@ -422,11 +408,6 @@ class ReinPatchNetwork(nn.Module):
             else:
                 torch.get_device_module(device.type).manual_seed(seed)
             yield
-
-    def _step_loss(self, loss: Tensor, per_element: Tensor, scored: int, group: int) -> Tensor:
-        """The backbone's training loss of the step: the decode's ``loss`` (the losses per
-        element ``(Rs*(1+G), H, 1)`` of the ``scored`` rows' groups are rewards only)."""
-        return loss
 
     def _score_group(self, backbone_input: Tensor, stats: InstanceStats | None, local: Tensor,
                      rows: Covariates | None, decoded: Patching, samples: Patching,
@@ -464,18 +445,16 @@ class ReinPatchNetwork(nn.Module):
         return self._losses(loss, zero, prediction, -loss.detach(), zero, patching, zero)
 
     def _grpg_losses(self, loss: Tensor, per_element: Tensor, prediction: Tensor,
-                     decoded: Patching, samples: Patching, batch: int, channels: int,
-                     group: int, kl_coef: float) -> TrainingLosses:
+                     decoded: Patching, samples: Patching, scored: int,
+                     group: int) -> TrainingLosses:
         """The GRPG losses from the backbone's ``loss`` and the per-element losses
-        ``(Bs*(1+G), H, C)`` of the scored block (``Bs = batch`` windows of ``channels``;
-        :meth:`training_losses` scores rows, ``channels == 1``) under their decode (first of
-        each series' ``1 + G``) and their samples. The scored series are the first
-        ``Rs = Bs * C`` rows of ``decoded`` ``(R, 1, N)``."""
-        scored = batch * channels
-        rewards = -per_element.detach().mean(dim=1).reshape(batch, group + 1, channels)
-        rewards = rewards.transpose(1, 2).reshape(scored, group + 1)  # (Rs, 1+G)
+        ``(Rs*(1+G), H, 1)`` of the ``scored`` rows under their decode (first of each row's
+        ``1 + G``) and their samples; the scored rows are the first ``Rs`` of ``decoded``
+        ``(R, 1, N)``."""
+        rewards = -per_element.detach().mean(dim=1).reshape(scored, group + 1)  # (Rs, 1+G)
         advantages = self_critical_advantages(rewards[:, 1:], rewards[:, 0])  # (Rs, G)
-        policy = policy_loss(advantages, samples.log_prob, decoded.kl[:scored], kl_coef)
+        policy = policy_loss(advantages, samples.log_prob, decoded.kl[:scored],
+                             self.config.training.kl_coef)
         return self._losses(loss, policy.loss, prediction, rewards[:, 0].mean(),
                             (rewards[:, 1:] - rewards[:, :1]).mean(), decoded,
                             decoded.entropy.detach().mean(), kl=policy.kl)

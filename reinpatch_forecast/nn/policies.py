@@ -52,7 +52,7 @@ from ..errors import ReinPatchInputError
 from .grid import offset_candidates, uniform_gaps, uniform_start_values, uniform_starts
 from .segments import insertion_points
 
-__all__ = ["BUDGET_SHARES", "budget_counts", "PolicyDraw", "BoundaryPolicy", "DensityPolicy",
+__all__ = ["BUDGET_SHARES", "budget_counts", "PolicyDraw", "DensityPolicy",
            "coarse_offsets", "gumbel"]
 
 #: Shares of the ``N`` token slots an at-most budget may use, the full budget first: a new
@@ -115,7 +115,7 @@ def _running_max(values: Tensor) -> Tensor:
 
 
 def _categorical_offsets(scores: Tensor, grid: list[int], size: int, penalty: float,
-                         group: int, sample: bool, generator: torch.Generator | None = None,
+                         sample: bool, generator: torch.Generator | None = None,
                          ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """Independent categorical offsets of the interior boundaries of ``grid``.
 
@@ -125,8 +125,7 @@ def _categorical_offsets(scores: Tensor, grid: list[int], size: int, penalty: fl
     Parameters
     ----------
     scores
-        ``(R, S)`` (one candidate set per row, ``group`` draws) or ``(R, G, S)`` (a candidate
-        set per draw, one draw each: level 2).
+        ``(R, G, S)``: a candidate set per draw, one draw each.
     grid
         ``n`` grid starts on the axis of ``S`` slots, as Python integers
         (:func:`~reinpatch_forecast.nn.grid.uniform_start_values`).
@@ -135,20 +134,18 @@ def _categorical_offsets(scores: Tensor, grid: list[int], size: int, penalty: fl
     -------
     tuple of Tensor
         Slots ``(R, G, n)`` (sorted, ``[..., 0] == 0``), log-probability ``(R, G)``, entropy
-        ``(R,)`` and KL to the reference ``(R,)`` (means over draws for a per-draw set).
+        ``(R,)`` and KL to the reference ``(R,)`` (means over the draws).
     """
-    per_draw = scores.dim() == 3
-    rows = scores.shape[0]
     if len(grid) == 1:  # one patch: nothing to choose
-        shape = (rows, scores.shape[1] if per_draw else group)
+        shape = scores.shape[:2]
         zeros = scores.new_zeros(shape)
         return (torch.zeros(*shape, 1, dtype=torch.long, device=scores.device), zeros,
                 zeros[:, 0], zeros[:, 0])
     candidates = offset_candidates(grid, size, device=scores.device)
     penalty_term = penalty * candidates.distance.to(scores.dtype)  # (D,)
-    logits = scores[..., candidates.slot] - penalty_term  # (R, [G,] k, D)
+    logits = scores[..., candidates.slot] - penalty_term  # (R, G, k, D)
     logits = logits.masked_fill(~candidates.allowed, -math.inf)
-    log_p = torch.log_softmax(logits, dim=-1)  # (R, [G,] k, D)
+    log_p = torch.log_softmax(logits, dim=-1)  # (R, G, k, D)
     reference = torch.log_softmax(
         (-penalty_term).expand_as(candidates.slot).masked_fill(~candidates.allowed, -math.inf),
         dim=-1,
@@ -158,19 +155,14 @@ def _categorical_offsets(scores: Tensor, grid: list[int], size: int, penalty: fl
     # product, or the backward pass of 0 * -inf gives NaN gradients.
     finite_log_p = log_p.masked_fill(~candidates.allowed, 0.0)
     finite_reference = reference.masked_fill(~candidates.allowed, 0.0)
-    entropy = -(p * finite_log_p).sum(dim=(-1, -2))  # (R, [G])
-    kl = (p * (finite_log_p - finite_reference)).sum(dim=(-1, -2))  # (R, [G])
-    if per_draw:
-        entropy, kl = entropy.mean(dim=1), kl.mean(dim=1)
-        log_p_draws = log_p  # (R, G, k, D)
-    else:
-        log_p_draws = log_p.unsqueeze(1).expand(-1, group, -1, -1)  # (R, G, k, D)
+    entropy = -(p * finite_log_p).sum(dim=(-1, -2)).mean(dim=1)  # (R,)
+    kl = (p * (finite_log_p - finite_reference)).sum(dim=(-1, -2)).mean(dim=1)  # (R,)
     if sample:
-        noisy = log_p_draws.detach() + gumbel(tuple(log_p_draws.shape), log_p, generator)
+        noisy = log_p.detach() + gumbel(tuple(log_p.shape), log_p, generator)
         choice = noisy.argmax(dim=-1)  # (R, G, k): Gumbel-max, one offset per boundary
     else:
-        choice = log_p_draws.detach().argmax(dim=-1)  # (R, G, k): the mode
-    log_prob = log_p_draws.gather(-1, choice.unsqueeze(-1)).squeeze(-1).sum(dim=-1)  # (R, G)
+        choice = log_p.detach().argmax(dim=-1)  # (R, G, k): the mode
+    log_prob = log_p.gather(-1, choice.unsqueeze(-1)).squeeze(-1).sum(dim=-1)  # (R, G)
     boundary = torch.arange(len(grid) - 1, device=scores.device)  # (k,)
     slots = candidates.slot[boundary, choice]  # (R, G, k)
     return F.pad(slots, (1, 0), value=0), log_prob, entropy, kl
@@ -200,33 +192,10 @@ def coarse_offsets(coarse_scores: Tensor, starts: Tensor, n_coarse: int, penalty
     token_scores = coarse_scores.gather(1, starts.reshape(rows, -1)).reshape(starts.shape)
     grid = uniform_start_values(n_fine, n_coarse)  # N2 fine-token indices
     tokens, log_prob, entropy, kl = _categorical_offsets(
-        token_scores, grid, n_fine, penalty, 1, sample, generator
+        token_scores, grid, n_fine, penalty, sample, generator
     )  # tokens (R, G, N2)
     return PolicyDraw(starts=starts.gather(-1, tokens), log_prob=log_prob, entropy=entropy,
                       kl=kl)
-
-
-class BoundaryPolicy:
-    """Interface: scores to draws of one or two levels of boundaries."""
-
-    def draw(self, scores: Tensor, n_patches: int, group: int, sample: bool,
-             generator: torch.Generator | None = None) -> PolicyDraw:
-        """Level-1 draws from ``scores`` ``(R, L)``: ``group`` samples, or the mode (``G = 1``).
-
-        Sampling noise comes from ``generator`` (default: torch's global generator).
-        """
-        raise NotImplementedError
-
-    def draw_coarse(self, coarse_scores: Tensor, starts: Tensor, n_coarse: int,
-                    sample: bool, generator: torch.Generator | None = None) -> PolicyDraw:
-        """Level-2 starts among the fine ``starts`` ``(R, G, N1)`` of every draw."""
-        raise NotImplementedError
-
-    def mode(self, scores: Tensor, n_patches: int, **kwargs) -> Tensor:
-        """The starts ``(R, 1, N)`` of the mode of ``scores`` ``(R, L)``: those of
-        ``draw(scores, n_patches, 1, False)``, without its log-probability, entropy and KL
-        (prediction reads the starts only). ``kwargs`` are the policy's extra scores."""
-        return self.draw(scores, n_patches, 1, False, **kwargs).starts
 
 
 @dataclass
@@ -274,7 +243,7 @@ class CellSteps:
         return gathered.sum(dim=-1) / self.counts.clamp(min=1).to(scores.dtype)
 
 
-class DensityPolicy(BoundaryPolicy):
+class DensityPolicy:
     """Boundaries at the quantiles of a density whose log is a Gaussian action per cell.
 
     Each patch of the uniform grid is split into ``knots`` equal cells (``K = N * knots``). The
@@ -461,4 +430,5 @@ class DensityPolicy(BoundaryPolicy):
 
     def draw_coarse(self, coarse_scores: Tensor, starts: Tensor, n_coarse: int,
                     sample: bool, generator: torch.Generator | None = None) -> PolicyDraw:
+        """Level-2 starts among the fine ``starts`` ``(R, G, N1)`` of every draw."""
         return coarse_offsets(coarse_scores, starts, n_coarse, 1.0, sample, generator)

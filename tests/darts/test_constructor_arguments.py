@@ -69,3 +69,12 @@ def test_the_sktime_forecaster_names_input_chunk_length_too():
                                        dict(output_chunk_shift=2), dict(revin_affine=True)])
 def test_valid_values_are_accepted(arguments):
     ReinPatchModel(**LENGTHS, **arguments)
+
+
+@pytest.mark.parametrize("arguments", [dict(readout="profile"), dict(policy="topk"),
+                                       dict(patcher_warmup=1), dict(kl_schedule="linear")])
+def test_the_archived_ablations_are_no_arguments_of_the_model(arguments):
+    """Other readouts, policies and schedules were benchmark ablations, now archived with
+    their tables (``benchmarks/results/archive/ablations``); the model refuses them."""
+    with pytest.raises(ValueError, match=next(iter(arguments))):
+        ReinPatchModel(**LENGTHS, **arguments)

@@ -1,56 +1,29 @@
-"""Shared helpers of the nn tests: a float64 Plackett–Luce reference, tiny patchers and networks,
-and the sampling-frequency check."""
+"""Shared helpers of the nn tests: tiny patchers and networks of the package."""
 
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
 import torch
 from hypothesis import settings
-from scipy import stats
 
 from reinpatch_forecast.nn.network import ReinPatchConfig, ReinPatchNetwork
 from reinpatch_forecast.nn.patchers import LearnedPatcher, make_patcher
 
-# The benchmark ablations (other policies and readouts, token-part switches) are subclasses
-# of the package's classes; the tests that compare the package with them import them here.
-_BENCHMARKS = str(Path(__file__).resolve().parents[2] / "benchmarks")
-if _BENCHMARKS not in sys.path:
-    sys.path.insert(0, _BENCHMARKS)
-import variants  # noqa: E402
-
 SETTINGS = settings(max_examples=25, deadline=None, derandomize=True, database=None)
 
 
-def ref_plackett_luce(logits, order):
-    """Plackett–Luce log-probability of one ordered draw, in float64, by a plain loop."""
-    logits = [float(v) for v in torch.as_tensor(logits).detach().reshape(-1)]
-    remaining = list(range(len(logits)))
-    total = 0.0
-    for a in order:
-        biggest = max(logits[m] for m in remaining)
-        log_norm = biggest + math.log(sum(math.exp(logits[m] - biggest) for m in remaining))
-        total += logits[a] - log_norm
-        remaining.remove(a)
-    return total
+#: Every patcher of the package.
+ALL_PATCHERS = ("learned", "uniform", "random", "volatility")
 
 
-#: Every patcher, the learned one under each policy (``"learned:<policy>"``; plain
-#: ``"learned"`` is the default policy).
-ALL_PATCHERS = ("learned", "learned:density", "learned:topk", "uniform", "random", "volatility")
-
-
-def small_learned(levels: int = 1, policy: str = "offset", scored: bool = False,
-                  **kwargs) -> LearnedPatcher:
+def small_learned(levels: int = 1, scored: bool = False, **kwargs) -> LearnedPatcher:
     """A seeded learned patcher small enough for exhaustive checks.
 
     ``scored``: random (not zero) score heads, so the policy is away from its reference.
     """
     torch.manual_seed(0)
-    patcher = variants.make_patcher("learned", policy=policy, hidden_size=8, n_layers=2,
-                                    levels=levels, **kwargs)
+    patcher = LearnedPatcher(hidden_size=8, n_layers=2, levels=levels, **kwargs)
     if scored:
         # Own generator: the fine head gets the same weights at one and two levels.
         generator = torch.Generator().manual_seed(1)
@@ -65,17 +38,16 @@ def small_learned(levels: int = 1, policy: str = "offset", scored: bool = False,
 def make(name: str, levels: int = 1):
     """The patcher ``name`` of :data:`ALL_PATCHERS` (learned ones small, seeded and scored)
     with ``levels`` levels."""
-    if name.startswith("learned"):
-        policy = name.partition(":")[2] or "offset"
-        return small_learned(levels, policy=policy, scored=True)
+    if name == "learned":
+        return small_learned(levels, scored=True)
     return make_patcher(name, levels=levels)
 
 
 def small_config(**overrides) -> ReinPatchConfig:
     """A small network configuration: L = 32, N = 8 patches of mean length 4, G = 4.
 
-    ``overrides`` are flat keywords (``d_model``, ``patcher_hidden_size``, ..., and the
-    ablations of ``benchmarks/variants.py``), nested as :class:`ReinPatchConfig` takes them.
+    ``overrides`` are flat keywords (``d_model``, ``patcher_hidden_size``, ``group_size``,
+    ...), nested as :class:`ReinPatchConfig` takes them.
     """
     values = dict(
         input_length=32, output_length=6, n_channels=2, compression_rate=4, group_size=4,
@@ -83,44 +55,28 @@ def small_config(**overrides) -> ReinPatchConfig:
         resample_points=4,
     )
     values.update(overrides)
-    nested, ablation = variants.config_values(values)
-    if variants.Ablation(**ablation).is_package:
-        return ReinPatchConfig(**nested)
-    return variants.VariantConfig(**nested, ablation=ablation)
+    backbone = {name: values.pop(name) for name in BACKBONE_FIELDS if name in values}
+    patcher = {name: values.pop(flat) for flat, name in PATCHER_FIELDS.items() if flat in values}
+    patcher.update(values.pop("patcher_options", None) or {})
+    if isinstance(values.get("patcher"), str):
+        patcher["name"] = values.pop("patcher")
+    training = {name: values.pop(name) for name in ("group_size", "kl_coef", "scored_share")
+                if name in values}
+    return ReinPatchConfig(**values, backbone=backbone, patcher=patcher, training=training)
+
+
+#: Flat keywords of :func:`small_config` that go to the backbone's sizes.
+BACKBONE_FIELDS = ("d_model", "n_heads", "n_layers", "ff_multiplier", "dropout",
+                   "resample_points", "step_width")
+#: Flat keywords of :func:`small_config` -> the learned patcher's sizes.
+PATCHER_FIELDS = {"patcher_hidden_size": "hidden_size", "patcher_layers": "n_layers",
+                  "patcher_kernel_size": "kernel_size"}
 
 
 def small_network(seed: int = 0, **overrides) -> ReinPatchNetwork:
-    """A seeded :class:`ReinPatchNetwork` of :func:`small_config` (a benchmark variant's
-    when an override is an ablation)."""
+    """A seeded :class:`ReinPatchNetwork` of :func:`small_config`."""
     torch.manual_seed(seed)
-    config = small_config(**overrides)
-    if isinstance(config, variants.VariantConfig):
-        return variants.VariantNetwork(config)
-    return ReinPatchNetwork(config)
-
-
-def check_sampled_frequencies(ordered: dict, exact: dict, sets: dict, n_draws: int) -> None:
-    """Chi-square checks of sampled ordered draws and of their sets against exact probabilities.
-
-    ``ordered`` counts each ordered outcome, ``exact`` is its probability, ``sets`` maps each
-    unordered outcome to its ordered members.
-    """
-    outcomes = list(exact)
-    observed = [ordered[o] for o in outcomes]
-    expected = [n_draws * exact[o] for o in outcomes]
-    assert stats.chisquare(observed, expected).pvalue > 1e-3
-    set_observed = [sum(ordered[o] for o in members) for members in sets.values()]
-    set_expected = [n_draws * sum(exact[o] for o in members) for members in sets.values()]
-    assert stats.chisquare(set_observed, set_expected).pvalue > 1e-3
-    for obs, exp in zip(set_observed, set_expected):
-        assert abs(obs - exp) < 5 * math.sqrt(exp) + 1
-
-
-def network_of(config: ReinPatchConfig, **kwargs) -> ReinPatchNetwork:
-    """The network of ``config``: the benchmark variant's for a ``VariantConfig``."""
-    if isinstance(config, variants.VariantConfig):
-        return variants.VariantNetwork(config, **kwargs)
-    return ReinPatchNetwork(config, **kwargs)
+    return ReinPatchNetwork(small_config(**overrides))
 
 
 def _rate(length: int, count: int) -> float:
@@ -133,8 +89,8 @@ def _rate(length: int, count: int) -> float:
 
 def small_backbone(input_length: int, output_length: int, n_patches: int,
                    n_coarse_patches: int | None = None, budget: str = "exact", **flat):
-    """A backbone of ``n_patches`` (and ``n_coarse_patches``) tokens from flat keywords (sizes
-    and the ablations of ``benchmarks/variants.py``; the package's backbone without any)."""
+    """A backbone of ``n_patches`` (and ``n_coarse_patches``) tokens from flat keywords (the
+    sizes of :func:`small_config`)."""
     from reinpatch_forecast.nn import Backbone
 
     rate = _rate(input_length, n_patches)
@@ -145,6 +101,4 @@ def small_backbone(input_length: int, output_length: int, n_patches: int,
                           compression_rate=rate, levels=levels, budget=budget,
                           **{"d_model": 64, "n_heads": 4, "n_layers": 2, "resample_points": 8,
                              **flat})
-    if isinstance(config, variants.VariantConfig):
-        return variants.VariantBackbone(config, config.ablation)
     return Backbone(config)

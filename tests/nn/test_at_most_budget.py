@@ -19,7 +19,7 @@ from reinpatch_forecast.nn.policies import BUDGET_SHARES, budget_counts
 from reinpatch_forecast.nn.readout import StepReadout
 from reinpatch_forecast.nn.segments import patch_lengths
 
-from nn_support import small_learned, variants  # noqa: E402
+from nn_support import small_learned  # noqa: E402
 from test_policies import brute_force_quantiles  # noqa: E402
 
 
@@ -38,7 +38,7 @@ def test_budget_counts_use_a_share_of_the_slots():
 
 @pytest.mark.parametrize("length, n_patches", [(96, 12), (100, 13), (40, 5)])
 def test_a_new_at_most_patcher_decodes_the_full_uniform_grid(length, n_patches):
-    patcher = small_learned(policy="density", at_most=True)
+    patcher = small_learned(at_most=True)
     decoded = patcher.decode(torch.randn(3, length), n_patches)
     assert torch.equal(decoded.starts[:, 0], uniform_starts(length, n_patches).expand(3, -1))
 
@@ -50,8 +50,7 @@ def test_at_most_log_prob_and_starts_match_brute_force(monkeypatch, length, n_pa
     the starts are the quantiles ``j / n`` (a plain loop) padded with ``L``; the shares are
     drawn with the softmax's frequencies."""
     sigma, group, rows = 0.7, 6, 2
-    patcher = small_learned(policy="density", density_sigma=sigma, density_knots=knots,
-                            at_most=True)
+    patcher = small_learned(density_sigma=sigma, density_knots=knots, at_most=True)
     torch.manual_seed(3)
     scores = torch.randn(length)
     shares = torch.tensor([0.3, -0.2, 0.5, 0.1])
@@ -92,13 +91,11 @@ def test_at_most_log_prob_and_starts_match_brute_force(monkeypatch, length, n_pa
         assert frequency[share] / 4000 == pytest.approx(p, abs=0.03)
 
 
-@pytest.mark.parametrize("mode", variants.STEP_READOUTS)
-def test_unused_slots_change_no_step_feature(mode):
+def test_unused_slots_change_no_step_feature():
     """Starts ``[0, 6, 12, L, L]`` read the same step features as ``[0, 6, 12]``, whatever the
-    unused tokens hold (the package's copy readout and the benchmarks' other step readouts)."""
+    unused tokens hold."""
     torch.manual_seed(0)
-    readout = (StepReadout(d_model=8, width=3) if mode == "copy"
-               else variants.VariantStepReadout(mode, d_model=8, points=4, width=3))
+    readout = StepReadout(d_model=8, width=3)
     tokens = torch.randn(1, 5, 8)
     padded = readout(tokens, torch.tensor([[0, 6, 12, 36, 36]]), 36)
     exact = readout(tokens[:, :3], torch.tensor([[0, 6, 12]]), 36)
@@ -148,24 +145,12 @@ def test_bad_budget_settings_raise(bad, message):
         ReinPatchConfig(input_length=48, output_length=8, **{"compression_rate": 4, **bad})
 
 
-@pytest.mark.parametrize("ablation, message", [
-    (dict(policy="offset"), "policy='offset'"),
-    (dict(readout="flatten"), "readout='flatten'"),
-])
-def test_the_benchmark_variants_refuse_an_at_most_budget_they_cannot_read(ablation, message):
-    with pytest.raises(ValueError, match=message):
-        variants.VariantConfig(input_length=48, output_length=8, compression_rate=4,
-                               budget="at_most", ablation=ablation)
-
-
 def test_a_given_patcher_must_fit_the_budget():
     config = ReinPatchConfig(input_length=48, output_length=8, compression_rate=4)
     with pytest.raises(ValueError, match="pass budget='at_most'"):
         ReinPatchNetwork(config, patcher=LearnedPatcher(at_most=True))
 
 
-def test_an_at_most_patcher_needs_one_level_and_the_density_policy():
+def test_an_at_most_patcher_needs_one_level():
     with pytest.raises(ValueError, match="levels=2"):
         LearnedPatcher(levels=2, at_most=True)
-    with pytest.raises(ValueError, match="needs the density policy"):
-        small_learned(policy="offset", at_most=True)

@@ -20,7 +20,7 @@ from reinpatch_forecast.nn.network import ReinPatchConfig, ReinPatchNetwork
 from reinpatch_forecast.nn.policies import DensityPolicy, _running_max
 from reinpatch_forecast.nn.segments import coarse_token_starts, insertion_points
 
-from nn_support import small_learned, variants  # noqa: E402
+from nn_support import small_learned  # noqa: E402
 
 
 @pytest.fixture
@@ -133,12 +133,12 @@ def test_coarse_draws_and_token_starts_are_identical_in_the_export_branch(monkey
     results = []
     for flag in (False, True):
         monkeypatch.setattr(torch.onnx, "is_in_onnx_export", lambda flag=flag: flag)
-        for policy in (DensityPolicy(), variants.OffsetPolicy()):
-            fine = policy.draw(scores, 12, 1, False)
-            coarse = policy.draw_coarse(scores, fine.starts, 5, False)
-            results.append((fine.starts, coarse.starts, coarse.log_prob,
-                            coarse_token_starts(fine.starts, coarse.starts)))
-    for exported, eager in zip(results[2:], results[:2]):
+        policy = DensityPolicy()
+        fine = policy.draw(scores, 12, 1, False)
+        coarse = policy.draw_coarse(scores, fine.starts, 5, False)
+        results.append((fine.starts, coarse.starts, coarse.log_prob,
+                        coarse_token_starts(fine.starts, coarse.starts)))
+    for exported, eager in zip(results[1:], results[:1]):
         for got, want in zip(exported, eager):
             assert torch.equal(got, want)
 
@@ -150,8 +150,7 @@ def test_forward_runs_whole_rows_while_exporting_without_changing_modules(monkey
     config = ReinPatchConfig(input_length=24, output_length=4, compression_rate=(4, 2), levels=2,
                              backbone=dict(d_model=8, n_heads=1, n_layers=1, dropout=0.0,
                                            resample_points=4))
-    network = ReinPatchNetwork(config, patcher=small_learned(levels=2, policy="density",
-                                                             scored=True)).eval()
+    network = ReinPatchNetwork(config, patcher=small_learned(levels=2, scored=True)).eval()
     network.patcher.chunk_elements = 8 * 24  # instance value: 1 row per chunk
     network.backbone.chunk_elements = 1
     calls = []

@@ -1,16 +1,12 @@
 """Tests of two-level (hierarchical) patching: patchers, segment helpers, backbone and network.
 
-The two-level policy draws ``k1 = N1 - 1`` fine starts by Gumbel-top-k, then ``k2 = N2 - 1``
-coarse starts by Gumbel-top-k among the fine starts of the same draw. Its log-probability is the
-sum of two Plackett–Luce terms; the tests below enumerate every outcome on tiny windows to check
-that it is a distribution and that the sampler draws from it.
+The two-level policy draws the fine starts (the density policy), then the coarse starts as
+categorical offsets of the uniform grid on the fine-token axis of the same draw (checked against
+a plain loop in ``test_policies.py``); its log-probability is the sum over the two levels.
 """
 
 from __future__ import annotations
 
-import itertools
-import math
-from collections import Counter
 
 import pytest
 import torch
@@ -29,6 +25,7 @@ from reinpatch_forecast.nn.patchers import (
     make_patcher,
     uniform_starts,
 )
+from reinpatch_forecast.nn.policies import coarse_offsets
 from reinpatch_forecast.nn.segments import (
     coarse_token_budget,
     coarse_token_starts,
@@ -36,27 +33,12 @@ from reinpatch_forecast.nn.segments import (
     pool_tokens,
 )
 
-from nn_support import SETTINGS, check_sampled_frequencies, ref_plackett_luce  # noqa: E402
-from nn_support import network_of, small_backbone, small_config, variants  # noqa: E402
+from nn_support import SETTINGS, small_backbone, small_config  # noqa: E402
 from nn_support import make as _make  # noqa: E402
 from nn_support import small_learned as _small_learned  # noqa: E402
 
 
 # -- helpers -------------------------------------------------------------------------------------
-
-
-def ref_two_level(fine_logits, coarse_logits, fine_order, coarse_order):
-    """Exact log-probability of a two-level draw, by plain loops.
-
-    ``fine_order``: positions (>= 1) in the order drawn; ``coarse_order``: positions, each one of
-    ``fine_order``, in the order drawn. Level-2 candidates are the drawn fine positions.
-    """
-    fine = ref_plackett_luce(fine_logits[1:], [p - 1 for p in fine_order])
-    candidates = sorted(fine_order)
-    coarse = ref_plackett_luce(
-        [float(coarse_logits[p]) for p in candidates], [candidates.index(p) for p in coarse_order]
-    )
-    return fine + coarse
 
 
 def small_learned(levels: int = 2, **kwargs) -> LearnedPatcher:
@@ -92,13 +74,6 @@ def assert_nested(patching, rows, group, length, n_patches, n_coarse):
     assert patching.entropy.shape == (rows,)
     assert bool(torch.isfinite(patching.log_prob).all())
     assert bool(torch.isfinite(patching.entropy).all())
-
-
-def all_two_level_outcomes(n_candidates: int, k1: int, k2: int):
-    """Every ordered two-level draw: (fine order as positions, coarse order as positions)."""
-    for fine in itertools.permutations(range(1, n_candidates + 1), k1):
-        for coarse in itertools.permutations(sorted(fine), k2):
-            yield fine, coarse
 
 
 # -- segment helpers -----------------------------------------------------------------------------
@@ -294,113 +269,27 @@ def test_random_level_two_is_a_uniform_subset_of_the_fine_starts():
     assert torch.equal(RandomPatcher().sample(torch.zeros(4, 40), 6, 3).starts, s1.starts)
 
 
-# -- the learned policy at two levels: Plackett–Luce -----------------------------------------------
-
-FINE_6 = torch.tensor([5.0, 0.4, -0.7, 1.1, 0.0, -1.3])  # position 0 is never a candidate
-COARSE_6 = torch.tensor([-3.0, 0.9, -0.2, 0.3, -1.0, 1.4])
+# -- the learned policy at two levels ----------------------------------------------------------
 
 
-@pytest.mark.parametrize("length, k1, k2", [(6, 2, 1), (7, 3, 2), (6, 4, 3)])
-@pytest.mark.parametrize("scale", [0.0, 1.0, 3.0])
-def test_two_level_log_prob_sums_to_one_over_all_outcomes(length, k1, k2, scale):
-    """exp(level-1 PL + level-2 PL over the draw's fine starts) sums to 1 over every outcome.
-
-    The level-2 term uses plackett_luce_log_prob with per-draw candidate logits ``(R, G, k1)``,
-    exactly as LearnedPatcher does, and each outcome also matches the float64 loop.
-    """
-    generator = torch.Generator().manual_seed(length * 10 + k1)
-    fine = torch.randn(length, generator=generator) * scale
-    coarse = torch.randn(length, generator=generator) * scale
-    outcomes = list(all_two_level_outcomes(length - 1, k1, k2))
-    fine_order = torch.tensor([[p - 1 for p in f] for f, _ in outcomes]).unsqueeze(0)  # (1,O,k1)
-    fine_starts = torch.sort(fine_order + 1, dim=-1).values  # (1, O, k1): level-2 candidates
-    coarse_order = torch.tensor(
-        [[sorted(f).index(p) for p in c] for f, c in outcomes]
-    ).unsqueeze(0)  # (1, O, k2)
-    candidates = coarse[fine_starts]  # (1, O, k1)
-    log_prob = (variants.plackett_luce_log_prob(fine[1:].unsqueeze(0), fine_order)
-                + variants.plackett_luce_log_prob(candidates, coarse_order))  # (1, O)
-    assert log_prob.exp().sum().item() == pytest.approx(1.0, abs=1e-5)
-    expected = torch.tensor([ref_two_level(fine, coarse, f, c) for f, c in outcomes],
-                            dtype=torch.float64)
-    torch.testing.assert_close(log_prob[0].double(), expected, rtol=1e-5, atol=1e-5)
-
-
-def test_per_draw_logits_equal_shared_logits_when_the_same():
-    """plackett_luce_log_prob with (R, G, M) logits equals the (R, M) form on repeated logits."""
-    torch.manual_seed(4)
-    logits = torch.randn(3, 9)
-    order = torch.stack([torch.randperm(9)[:4] for _ in range(3 * 5)]).reshape(3, 5, 4)
-    shared = variants.plackett_luce_log_prob(logits, order)
-    repeated = logits.unsqueeze(1).expand(-1, 5, -1).contiguous()
-    per_draw = variants.plackett_luce_log_prob(repeated, order)
-    torch.testing.assert_close(shared, per_draw)
-
-
-def test_two_level_gumbel_top_k_samples_the_exact_distribution(monkeypatch):
-    """LearnedPatcher(levels=2).sample on L=6, N1=3, N2=2 matches the exact probabilities.
-
-    There are 20 ordered fine draws times 2 coarse choices = 40 ordered outcomes (20 as sets).
-    The log_prob of a sample identifies which order of its fine set was drawn, so both the
-    ordered and the unordered outcomes are compared with their exact probabilities (chi-square).
-    """
-    patcher = small_learned(policy="topk")
-    with_fixed_level_logits(patcher, FINE_6, COARSE_6, monkeypatch)
-    outcomes = list(all_two_level_outcomes(5, 2, 1))
-    exact = {o: math.exp(ref_two_level(FINE_6, COARSE_6, *o)) for o in outcomes}
-    assert sum(exact.values()) == pytest.approx(1.0)
-    by_sets: dict[tuple, list] = {}
-    for o in outcomes:
-        by_sets.setdefault((tuple(sorted(o[0])), o[1]), []).append(o)
-    for members in by_sets.values():  # precondition: the two fine orders are distinguishable
-        values = sorted(math.log(exact[o]) for o in members)
-        assert min(b - a for a, b in zip(values, values[1:])) > 1e-3
-
-    torch.manual_seed(321)
-    rows, group = 40, 500
-    patching = patcher.sample(torch.zeros(rows, 6), 3, group, n_coarse_patches=2)
-    assert_nested(patching, rows, group, 6, 3, 2)
-    fine_sets = patching.starts[..., 1:].reshape(-1, 2).tolist()
-    coarse_sets = patching.coarse_starts[..., 1:].reshape(-1, 1).tolist()
-    log_probs = patching.log_prob.detach().reshape(-1).tolist()
-    ordered = Counter()
-    for fine_set, coarse_set, lp in zip(fine_sets, coarse_sets, log_probs):
-        members = by_sets[(tuple(fine_set), tuple(coarse_set))]
-        best = min(members, key=lambda o: abs(math.log(exact[o]) - lp))
-        assert abs(math.log(exact[best]) - lp) < 1e-4  # log_prob is that of one outcome
-        ordered[best] += 1
-    n_draws = rows * group
-    check_sampled_frequencies(ordered, exact, by_sets, n_draws)
-
-
-def test_two_level_decode_is_greedy_at_both_levels_and_entropy_sums_levels(monkeypatch):
-    """decode: the k1 largest fine logits, then the k2 largest coarse logits among them.
-
-    entropy = H(softmax of fine candidates) + H(softmax of coarse logits over the fine starts).
-    """
-    patcher = small_learned(policy="topk")
-    fine = torch.tensor([9.0, 0.1, 2.0, -1.0, 3.0, 0.5, 2.5, -4.0])
-    coarse = torch.tensor([0.0, 5.0, -1.0, 7.0, 0.3, 6.0, 0.2, 9.0])
+def test_two_level_log_prob_entropy_and_kl_sum_the_levels(monkeypatch):
+    """A draw's log-probability, entropy and KL are the fine level's (the density policy on
+    the fine scores) plus the coarse level's (offsets among that draw's fine starts)."""
+    patcher = small_learned()
+    fine, coarse = torch.randn(2, 40, generator=torch.Generator().manual_seed(3))
     with_fixed_level_logits(patcher, fine, coarse, monkeypatch)
-    out = patcher.decode(torch.zeros(2, 8), 4, n_coarse_patches=3)
-    # fine: positions 4, 6, 2 (the largest); coarse among {2, 4, 6}: 4 (0.3), 6 (0.2) over 2 (-1)
-    assert out.starts.tolist() == [[[0, 2, 4, 6]]] * 2
-    assert out.coarse_starts.tolist() == [[[0, 4, 6]]] * 2
-    expected = ref_two_level(fine, coarse, [4, 6, 2], [4, 6])
-    assert out.log_prob[0, 0].item() == pytest.approx(expected, abs=1e-5)
-
-    def entropy(values):
-        p = torch.softmax(values, 0)
-        return -(p * p.log()).sum()
-
-    expected_entropy = entropy(fine[1:]) + entropy(coarse[[2, 4, 6]])
-    torch.testing.assert_close(out.entropy, expected_entropy.expand(2))
+    out = patcher.decode(torch.zeros(2, 40), 8, n_coarse_patches=3)
+    one = patcher.policy.draw(fine.expand(2, -1), 8, 1, False)
+    two = coarse_offsets(coarse.expand(2, -1), one.starts, 3, 1.0, False)
+    assert torch.equal(out.starts, one.starts) and torch.equal(out.coarse_starts, two.starts)
+    torch.testing.assert_close(out.log_prob, one.log_prob + two.log_prob)
+    torch.testing.assert_close(out.entropy, one.entropy + two.entropy)
+    torch.testing.assert_close(out.kl, one.kl + two.kl)
 
 
-@pytest.mark.parametrize("policy", ["offset", "density", "topk"])
-def test_two_level_sample_follows_the_seed_and_explores_both_levels(policy):
+def test_two_level_sample_follows_the_seed_and_explores_both_levels():
     """Same seed, same draws; within a group both the fine and the coarse starts vary."""
-    patcher = small_learned(policy=policy)
+    patcher = small_learned()
     x = torch.randn(3, 64)
     torch.manual_seed(9)
     a = patcher.sample(x, 16, 8, n_coarse_patches=4)
@@ -415,10 +304,9 @@ def test_two_level_sample_follows_the_seed_and_explores_both_levels(policy):
 # -- gradients -------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("policy", ["offset", "density", "topk"])
-def test_policy_loss_reaches_both_logit_heads(policy):
+def test_policy_loss_reaches_both_logit_heads():
     """The GRPG loss of a two-level draw (no KL term) has gradients in both heads."""
-    patcher = small_learned(policy=policy, scored=True)
+    patcher = small_learned(scored=True)
     torch.manual_seed(2)
     patching = patcher.sample(torch.randn(4, 48), 8, 6, n_coarse_patches=3)
     assert not patching.starts.requires_grad and not patching.coarse_starts.requires_grad
@@ -429,10 +317,9 @@ def test_policy_loss_reaches_both_logit_heads(policy):
         assert head.weight.grad is not None and head.weight.grad.abs().sum() > 0
 
 
-@pytest.mark.parametrize("policy", ["offset", "density", "topk"])
-def test_coarse_head_gets_no_gradient_from_a_single_coarse_patch(policy):
+def test_coarse_head_gets_no_gradient_from_a_single_coarse_patch():
     """With N2 = 1 level 2 chooses nothing: the coarse head's log-prob term is constant."""
-    patcher = small_learned(policy=policy, scored=True)
+    patcher = small_learned(scored=True)
     patching = patcher.sample(torch.randn(2, 30), 6, 4, n_coarse_patches=1)
     patching.log_prob.sum().backward()
     grad = patcher.coarse_output.weight.grad
@@ -522,15 +409,12 @@ def test_config_validation(overrides, message):
 
 def test_backbone_config_and_forward_check_the_levels():
     """n_coarse_patches in [1, N]; the backbone needs coarse starts exactly at two levels."""
-    # The flatten head (a benchmark variant) reads the fine and the coarse token slots
-    # (time-aligned readouts at two levels: tests/nn/test_readout.py).
-    two = small_backbone(32, 4, 8, n_coarse_patches=2, d_model=8, n_heads=2, readout="flatten",
-                         readout_skip=False)
+    two = small_backbone(32, 4, 8, n_coarse_patches=2, d_model=8, n_heads=2)
     one = small_backbone(32, 4, 8, d_model=8, n_heads=2)
     x = torch.randn(3, 32)
     patching = UniformPatcher(levels=2).sample(x, 8, 2, n_coarse_patches=2)
     assert two(x, patching.starts, coarse_starts=patching.coarse_starts).shape == (6, 4, 1)
-    assert two.head.in_features == (8 + 2) * 8
+    assert two.head.in_features == 32 * two.config.step_width  # a head over the steps
     with pytest.raises(ValueError, match=r"pass coarse_starts"):
         two(x, patching.starts)
     with pytest.raises(ValueError, match=r"coarse_starts must be None"):
@@ -615,11 +499,10 @@ def test_coarse_boundaries_agree_with_forward_and_frozen_training():
     assert bool((coarse.unsqueeze(-1) == net.boundaries(x).unsqueeze(-2)).any(-1).all())
 
 
-@pytest.mark.parametrize("policy", ["offset", "density", "topk"])
-def test_training_losses_at_two_levels_train_every_part(policy):
+def test_training_losses_at_two_levels_train_every_part():
     """One backward reaches both patcher heads and the fine and coarse backbone layers."""
     torch.manual_seed(0)
-    net = network_of(hier_config(policy=policy))
+    net = ReinPatchNetwork(hier_config())
     x = torch.randn(3, 48, 2).cumsum(1)
     y = torch.randn(3, 5, 2)
     losses = net.training_losses(x, y)

@@ -4,26 +4,22 @@ the training masks of a GRPG group stay shared, and Monte-Carlo dropout draws a 
 
 from __future__ import annotations
 
-import pytest
 import torch
 
 from reinpatch_forecast.nn.backbone import Backbone, GroupDropout, group_dropout, set_mc_dropout
 
-from nn_support import small_network, variants  # noqa: E402
+from reinpatch_forecast.nn.config import ReinPatchConfig
+
+from nn_support import small_network  # noqa: E402
 
 R, G, N, D, L = 3, 4, 8, 16, 32
 
 
-def small_backbone(readout: str = "copy") -> Backbone:
-    """A backbone over ``N`` patches with dropout 0.5: the package's (``"copy"``), or the
-    benchmark variant of another readout."""
-    config = variants.VariantConfig(
+def small_backbone() -> Backbone:
+    """A backbone over ``N`` patches with dropout 0.5."""
+    return Backbone(ReinPatchConfig(
         input_length=L, output_length=4, compression_rate=L // N,
-        backbone=dict(d_model=8, n_heads=2, n_layers=1, dropout=0.5, resample_points=4),
-        ablation=dict(readout=readout))
-    if readout == "copy":
-        return Backbone(config)
-    return variants.VariantBackbone(config, config.ablation)
+        backbone=dict(d_model=8, n_heads=2, n_layers=1, dropout=0.5, resample_points=4)))
 
 
 def uniform_starts(rows: int, group: int) -> torch.Tensor:
@@ -89,12 +85,11 @@ def test_backbone_group_shares_masks_in_training():
     assert not torch.allclose(out[:, 0], evaluated, atol=1e-4)
 
 
-@pytest.mark.parametrize("readout", ["copy", "query", "flatten"])
-def test_backbone_mc_dropout_gives_each_sample_its_own_mask(readout):
+def test_backbone_mc_dropout_gives_each_sample_its_own_mask():
     """With MC dropout on in evaluation mode, copies of one window (the samples darts tiles)
     get different forecasts; off, they are equal again."""
     torch.manual_seed(0)
-    backbone = small_backbone(readout).eval()
+    backbone = small_backbone().eval()
     x = torch.randn(1, L, generator=torch.Generator().manual_seed(4)).expand(6, L)
     starts = uniform_starts(6, 1)
     with torch.no_grad():

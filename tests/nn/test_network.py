@@ -295,7 +295,6 @@ def test_frozen_learned_patcher_trains_the_backbone_on_its_decoded_boundaries():
     [
         (dict(group_size=0), "group_size must be a positive integer"),
         (dict(group_size=2.5), "group_size must be a positive integer"),
-        (dict(policy="grid"), "Unknown policy 'grid'"),
         (dict(kl_coef=-0.1), "kl_coef must be a finite number >= 0"),
         (dict(kl_coef=float("inf")), "kl_coef must be a finite number >= 0"),
         (dict(compression_rate=0.5), "compression_rate must be >= 1"),
@@ -481,3 +480,18 @@ def test_monotone_params_never_cross():
     assert (losses.prediction.diff(dim=-1) >= 0).all()
     unsorted = network(nr_params=5)(x)
     assert (unsorted.diff(dim=-1) < 0).any()  # an untrained head does cross: sorting matters
+
+
+def test_the_step_weighs_the_kl_anchor_by_the_configured_coefficient():
+    """Same seed and batch: the policy losses under ``kl_coef`` 0 and 5 differ by 5 * KL."""
+    x, y = torch.randn(4, 32, 2), torch.randn(4, 6, 2)
+    results = []
+    for kl_coef in (0.0, 5.0):
+        network = small_network(kl_coef=kl_coef, dropout=0.0).train()
+        # A moved policy, so that its KL to the reference is not 0.
+        torch.nn.init.normal_(network.patcher.output.weight, std=0.5)
+        torch.manual_seed(1)
+        results.append(network.training_losses(x, y))
+    without, strong = results
+    assert strong.kl > 0
+    torch.testing.assert_close(strong.policy_loss - without.policy_loss, 5.0 * strong.kl)

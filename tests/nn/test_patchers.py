@@ -1,17 +1,16 @@
-"""Tests of :mod:`reinpatch_forecast.nn.patchers`: every patcher, and the Plackett–Luce (top-k)
-policy's sampling (the offset and density policies: ``test_policies.py``)."""
+"""Tests of :mod:`reinpatch_forecast.nn.patchers`: every patcher (the density policy's
+sampling: ``test_policies.py``)."""
 
 from __future__ import annotations
 
-import itertools
 import math
-from collections import Counter
 
 import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from reinpatch_forecast.nn.backbone import PatchTokeniser
 from reinpatch_forecast.nn.network import ReinPatchConfig, ReinPatchNetwork
 from reinpatch_forecast.nn.patchers import (
     PATCHER_NAMES,
@@ -23,20 +22,7 @@ from reinpatch_forecast.nn.patchers import (
 )
 from reinpatch_forecast.nn.segments import patch_lengths, resample_patches
 
-from nn_support import (  # noqa: E402
-    ALL_PATCHERS,
-    SETTINGS,
-    check_sampled_frequencies,
-    make,
-    ref_plackett_luce,
-    small_learned,
-    variants,
-)
-
-
-def with_fixed_logits(patcher: LearnedPatcher, logits: torch.Tensor, monkeypatch) -> None:
-    """Make ``patcher.logits`` return ``logits`` ``(L,)`` for every row."""
-    monkeypatch.setattr(patcher, "logits", lambda x: logits.expand(x.shape[0], -1))
+from nn_support import ALL_PATCHERS, SETTINGS, make, small_learned  # noqa: E402
 
 
 def assert_valid(patching, rows, group, length, n_patches):
@@ -53,172 +39,6 @@ def assert_valid(patching, rows, group, length, n_patches):
     assert bool(torch.isfinite(patching.log_prob).all())
     assert bool(torch.isfinite(patching.entropy).all())
     assert patching.kl.shape == (rows,) and bool((patching.kl >= -1e-6).all())
-
-
-# -- Plackett–Luce -------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("scale", [0.0, 1.0, 2.0])
-def test_plackett_luce_sums_to_one_over_all_ordered_draws(scale):
-    """exp(log p) over the 60 ordered draws of k=3 out of M=5 sums to 1 and matches the loop."""
-    torch.manual_seed(0)
-    logits = (torch.randn(2, 5) * scale).requires_grad_(True)
-    orders = torch.tensor(list(itertools.permutations(range(5), 3)))  # (60, 3)
-    order = orders.unsqueeze(0).expand(2, -1, -1)  # (R, G=60, k)
-    log_prob = variants.plackett_luce_log_prob(logits, order)
-    assert log_prob.shape == (2, 60)
-    torch.testing.assert_close(log_prob.exp().sum(-1), torch.ones(2), rtol=0, atol=1e-5)
-    for r in range(2):
-        expected = torch.tensor(
-            [ref_plackett_luce(logits[r], o) for o in orders.tolist()], dtype=torch.float64
-        )
-        torch.testing.assert_close(log_prob[r].double(), expected, rtol=1e-5, atol=1e-5)
-    log_prob.sum().backward()
-    assert bool(torch.isfinite(logits.grad).all())
-
-
-def test_plackett_luce_matches_reference_on_larger_draws():
-    """On M=40, k=12 with moderate logits the vectorised log-prob equals the loop."""
-    torch.manual_seed(1)
-    logits = torch.randn(3, 40) * 2
-    order = torch.stack([torch.randperm(40)[:12] for _ in range(3 * 4)]).reshape(3, 4, 12)
-    got = variants.plackett_luce_log_prob(logits, order)
-    for r in range(3):
-        for g in range(4):
-            expected = ref_plackett_luce(logits[r], order[r, g].tolist())
-            assert got[r, g].item() == pytest.approx(expected, abs=1e-4)
-
-
-def test_plackett_luce_empty_draw_is_zero():
-    """k = 0 (a budget of one patch) has log-probability 0."""
-    out = variants.plackett_luce_log_prob(torch.randn(2, 7), torch.zeros(2, 3, 0, dtype=torch.long))
-    assert torch.equal(out, torch.zeros(2, 3))
-
-
-def test_plackett_luce_gradient_matches_autograd_of_reference():
-    """The gradient w.r.t. the logits equals the gradient of the float64 loop formula."""
-    torch.manual_seed(2)
-    logits = torch.randn(1, 6, dtype=torch.float64) * 1.5
-    order = torch.tensor([[[4, 0, 2]]])
-    z = logits.clone().requires_grad_(True)
-    variants.plackett_luce_log_prob(z, order).sum().backward()
-    z_ref = logits.clone().requires_grad_(True)
-    total = z_ref.new_zeros(())
-    remaining = list(range(6))
-    for a in order[0, 0].tolist():
-        total = total + z_ref[0, a] - torch.logsumexp(z_ref[0, remaining], 0)
-        remaining.remove(a)
-    total.backward()
-    torch.testing.assert_close(z.grad, z_ref.grad)
-
-
-@pytest.mark.parametrize("big", [50.0, 1e4])
-def test_plackett_luce_extreme_logits_finite(big):
-    """Logits of +-50 (and +-1e4) give a finite log-prob and a finite gradient for every order."""
-    logits = torch.tensor([[big, -big, -big, -big, big], [-big, -big, -big, -big, big]])
-    orders = torch.tensor(list(itertools.permutations(range(5), 3)))
-    z = logits.clone().requires_grad_(True)
-    log_prob = variants.plackett_luce_log_prob(z, orders.expand(2, -1, -1))
-    assert bool(torch.isfinite(log_prob).all())
-    assert bool((log_prob <= 1e-4).all())
-    log_prob.sum().backward()
-    assert bool(torch.isfinite(z.grad).all())
-
-
-EXTREME_CASES = [
-    # (logits, order): a confident policy; once its few favourites are drawn the remaining mass is
-    # a tiny fraction of the total, which float32 cannot resolve as 1 - (taken / total).
-    ([50.0, -50.0, -50.0, -50.0, -50.0], [0, 1, 2]),  # exact: log(1 * 1/4 * 1/3) = -2.485
-    ([10.0, 10.0, -10.0, -10.0, -10.0, -10.0], [0, 1, 2, 3]),  # exact: -3.178, got -14.35
-]
-
-
-@pytest.mark.parametrize("logits, order", EXTREME_CASES)
-def test_plackett_luce_extreme_logits_correct(logits, order):
-    """With a large logit spread the log-prob and its gradient still equal the exact ones."""
-    z = torch.tensor([logits], requires_grad=True)
-    got = variants.plackett_luce_log_prob(z, torch.tensor([[order]]))
-    got.sum().backward()
-    z_ref = torch.tensor([logits], dtype=torch.float64, requires_grad=True)
-    total = z_ref.new_zeros(())
-    remaining = list(range(len(logits)))
-    for a in order:
-        total = total + z_ref[0, a] - torch.logsumexp(z_ref[0, remaining], 0)
-        remaining.remove(a)
-    total.backward()
-    assert got.item() == pytest.approx(total.item(), abs=1e-3)
-    torch.testing.assert_close(z.grad.double(), z_ref.grad, atol=1e-3, rtol=1e-3)
-
-
-@pytest.mark.parametrize(
-    "logits",
-    [torch.tensor([[10.0, -10.0, -10.0, -10.0, -10.0]]),
-     torch.randn(1, 5, generator=torch.Generator().manual_seed(0)) * 5,
-     torch.randn(1, 5, generator=torch.Generator().manual_seed(0)) * 8],
-    ids=["pm10", "randn*5", "randn*8"],
-)
-def test_plackett_luce_sums_to_one_with_confident_logits(logits):
-    """Even a confident policy (logit spread ~20) defines a distribution over ordered draws."""
-    orders = torch.tensor(list(itertools.permutations(range(5), 3))).unsqueeze(0)
-    total = variants.plackett_luce_log_prob(logits, orders).exp().sum()
-    assert total.item() == pytest.approx(1.0, abs=1e-5)
-
-
-def test_gumbel_top_k_samples_the_plackett_luce_distribution(monkeypatch):
-    """LearnedPatcher.sample draws ordered sets with the Plackett–Luce probabilities (chi-square).
-
-    With fixed logits over M = 5 candidates and k = 3, every draw's log_prob identifies which of
-    the 6 orders of its set was drawn, so the 60 ordered outcomes and the 10 sets can each be
-    compared with their exact probabilities.
-    """
-    patcher = small_learned(policy="topk")
-    candidate_logits = torch.tensor([0.4, -0.7, 1.1, 0.0, -1.3])
-    with_fixed_logits(patcher, torch.cat([torch.tensor([5.0]), candidate_logits]), monkeypatch)
-    orders = list(itertools.permutations(range(5), 3))
-    exact = {o: math.exp(ref_plackett_luce(candidate_logits, o)) for o in orders}
-    assert sum(exact.values()) == pytest.approx(1.0)
-    by_set: dict[tuple, list] = {}
-    for o in orders:
-        by_set.setdefault(tuple(sorted(o)), []).append(o)
-    # precondition: the orders of one set have distinguishable probabilities
-    for members in by_set.values():
-        values = sorted(math.log(exact[o]) for o in members)
-        assert min(b - a for a, b in zip(values, values[1:])) > 1e-3
-
-    torch.manual_seed(123)
-    rows, group = 40, 500
-    patching = patcher.sample(torch.zeros(rows, 6), n_patches=4, group_size=group)
-    assert_valid(patching, rows, group, 6, 4)
-    # the log-prob is computed from the (un-detached) logits; the 0-th position is ignored
-    sets = (patching.starts[..., 1:] - 1).reshape(-1, 3).tolist()
-    log_probs = patching.log_prob.detach().reshape(-1).tolist()
-    ordered = Counter()
-    for chosen, lp in zip(sets, log_probs):
-        members = by_set[tuple(chosen)]
-        best = min(members, key=lambda o: abs(math.log(exact[o]) - lp))
-        assert abs(math.log(exact[best]) - lp) < 1e-4  # log_prob is that of one order of the set
-        ordered[best] += 1
-    n_draws = rows * group
-    check_sampled_frequencies(ordered, exact, by_set, n_draws)
-
-
-def test_learned_decode_is_top_k_and_entropy_is_softmax_entropy(monkeypatch):
-    """decode picks the k largest candidate logits; entropy is that of softmax(candidates), and
-    the KL to the uniform reference is log M minus it."""
-    patcher = small_learned(policy="topk")
-    logits = torch.tensor([9.0, 0.1, 2.0, -1.0, 3.0, 0.5, 2.5, -4.0])  # position 0 is ignored
-    with_fixed_logits(patcher, logits, monkeypatch)
-    out = patcher.decode(torch.zeros(2, 8), n_patches=4)
-    assert out.starts.tolist() == [[[0, 2, 4, 6]]] * 2
-    candidates = logits[1:]
-    p = torch.softmax(candidates, 0)
-    torch.testing.assert_close(out.entropy, (-(p * p.log()).sum()).expand(2))
-    torch.testing.assert_close(out.kl, math.log(7) - out.entropy)
-    expected = ref_plackett_luce(candidates, [3, 5, 1])  # drawn in decreasing logit order
-    assert out.log_prob[0, 0].item() == pytest.approx(expected, abs=1e-5)
-
-
-# -- every patcher -----------------------------------------------------------------------------
 
 
 @SETTINGS
@@ -281,10 +101,9 @@ def test_random_patcher_decode_repeatable_and_sample_seeded():
     assert not torch.equal(s1[:, 0], s1[:, 1])
 
 
-@pytest.mark.parametrize("policy", ["offset", "density", "topk"])
-def test_learned_sample_follows_the_global_seed_and_varies_within_a_group(policy):
+def test_learned_sample_follows_the_global_seed_and_varies_within_a_group():
     """Same torch seed, same draws; the G draws of a row are not all the same."""
-    patcher = small_learned(policy=policy)
+    patcher = small_learned()
     x = torch.randn(4, 64)
     torch.manual_seed(9)
     a = patcher.sample(x, 8, 6)
@@ -296,10 +115,9 @@ def test_learned_sample_follows_the_global_seed_and_varies_within_a_group(policy
     assert len(distinct) > 1
 
 
-@pytest.mark.parametrize("policy", ["offset", "density", "topk"])
-def test_learned_log_prob_and_kl_reach_the_patcher_parameters(policy):
+def test_learned_log_prob_and_kl_reach_the_patcher_parameters():
     """The sampled log_prob and the KL are differentiable w.r.t. every patcher parameter."""
-    patcher = small_learned(policy=policy, scored=True)
+    patcher = small_learned(scored=True)
     patching = patcher.sample(torch.randn(3, 40), 6, 4)
     assert not patching.starts.requires_grad
     (patching.log_prob.sum() + patching.kl.sum()).backward()
@@ -389,13 +207,16 @@ def test_uniform_resampled_equals_patchtst_patches_bitwise(rate):
 
 @pytest.mark.parametrize("rate", [2, 4, 8])
 def test_uniform_tokens_are_a_linear_map_of_patchtst_patches(rate):
-    """A tokeniser with only use_resampled and P=R (the benchmarks' token-part ablation) gives
+    """With the local-mean and position parts zeroed, the tokeniser with P=R gives
     Linear(x.unfold(-1, R, R)) tokens."""
     n_patches = 12
     length = rate * n_patches
-    ablation = variants.Ablation(use_local_mean=False, use_position=False, readout_skip=False)
     torch.manual_seed(0)
-    tokeniser = variants.VariantTokeniser(8, rate, ablation)
+    tokeniser = PatchTokeniser(8, rate)
+    with torch.no_grad():
+        for part in (tokeniser.local_out, tokeniser.position_proj):
+            part.weight.zero_()
+            part.bias.zero_()
     x = torch.randn(6, length)
     starts = UniformPatcher().sample(x, n_patches, 2).starts
     tokens = tokeniser(x, starts)  # (R*G, N, d)
@@ -447,10 +268,9 @@ def test_flat_series_gives_valid_deterministic_patching(name, length, n_patches)
 # -- the learned patcher does not depend on L ---------------------------------------------------
 
 
-@pytest.mark.parametrize("policy", ["offset", "density", "topk"])
-def test_learned_patcher_is_independent_of_length(policy):
+def test_learned_patcher_is_independent_of_length():
     """One LearnedPatcher serves L = 32 and L = 200; networks of both lengths share its weights."""
-    patcher = small_learned(policy=policy, scored=True)
+    patcher = small_learned(scored=True)
     shapes = [tuple(p.shape) for p in patcher.parameters()]
     for length, n_patches in ((32, 4), (200, 25), (5, 2)):
         x = torch.randn(3, length)

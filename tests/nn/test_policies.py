@@ -1,4 +1,4 @@
-"""Tests of :mod:`reinpatch_forecast.nn.policies`: the offset, density and top-k policies.
+"""Tests of :mod:`reinpatch_forecast.nn.policies`: the density policy and the coarse offsets.
 
 Log-probabilities against brute force, the uniform grid at initialisation (bit for bit), exact
 budgets, nesting at two levels, exact KL and entropy.
@@ -19,13 +19,10 @@ from scipy import stats
 
 from reinpatch_forecast.nn.grid import offset_candidates, uniform_starts
 from reinpatch_forecast.nn.patchers import LearnedPatcher, UniformPatcher
-from reinpatch_forecast.nn.policies import DensityPolicy
+from reinpatch_forecast.nn.policies import DensityPolicy, coarse_offsets
 from reinpatch_forecast.nn.segments import patch_lengths
 
-from nn_support import SETTINGS, small_learned, variants  # noqa: E402
-
-POLICIES = ("offset", "density", "topk")
-
+from nn_support import SETTINGS, small_learned  # noqa: E402
 
 def fixed_scores(patcher: LearnedPatcher, fine: torch.Tensor, monkeypatch,
                  coarse: torch.Tensor | None = None) -> None:
@@ -54,24 +51,21 @@ def offset_table(scores, grid, length, penalty=1.0):
 # -- the grid at initialisation -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("policy", ["offset", "density"])
 @pytest.mark.parametrize("length, n_patches", [(96, 12), (96, 24), (100, 13), (97, 12),
                                                (512, 32), (10, 4), (9, 9), (7, 1), (50, 49)])
-def test_a_new_patcher_decodes_exactly_the_uniform_grid(policy, length, n_patches):
+def test_a_new_patcher_decodes_exactly_the_uniform_grid(length, n_patches):
     """Zero-initialised heads: the decode IS uniform_starts(L, N), bit for bit, on any input."""
     torch.manual_seed(0)
-    patcher = variants.make_patcher(policy=policy, hidden_size=8, n_layers=2)
+    patcher = LearnedPatcher(hidden_size=8, n_layers=2)
     x = torch.randn(5, length).cumsum(-1)
     decoded = patcher.decode(x, n_patches).starts  # (5, 1, N)
     assert torch.equal(decoded, uniform_starts(length, n_patches).expand(5, 1, -1))
 
 
-@pytest.mark.parametrize("policy", ["offset", "density"])
 @pytest.mark.parametrize("length, n_fine, n_coarse", [(96, 24, 6), (96, 12, 6), (100, 13, 4)])
-def test_a_new_two_level_patcher_decodes_the_uniform_patchers_levels(policy, length, n_fine,
-                                                                     n_coarse):
+def test_a_new_two_level_patcher_decodes_the_uniform_patchers_levels(length, n_fine, n_coarse):
     torch.manual_seed(0)
-    patcher = variants.make_patcher(policy=policy, hidden_size=8, n_layers=2, levels=2)
+    patcher = LearnedPatcher(hidden_size=8, n_layers=2, levels=2)
     x = torch.randn(3, length)
     decoded = patcher.decode(x, n_fine, n_coarse_patches=n_coarse)
     uniform = UniformPatcher(levels=2).decode(x, n_fine, n_coarse_patches=n_coarse)
@@ -79,13 +73,7 @@ def test_a_new_two_level_patcher_decodes_the_uniform_patchers_levels(policy, len
     assert torch.equal(decoded.coarse_starts, uniform.coarse_starts)
 
 
-def test_topk_keeps_its_random_initialisation():
-    """The top-k ablation's head is not zero-initialised (zero scores would tie)."""
-    patcher = variants.make_patcher(policy="topk", hidden_size=8, n_layers=2)
-    assert patcher.output.weight.abs().sum() > 0
-
-
-# -- offset policy -------------------------------------------------------------------------------
+# -- coarse offsets (the second level) ------------------------------------------------------------
 
 
 def test_offset_radii_keep_neighbours_apart():
@@ -98,44 +86,29 @@ def test_offset_radii_keep_neighbours_apart():
     assert candidates.allowed[0].sum() == 3 and candidates.allowed[1:].sum(-1).eq(7).all()
 
 
-def test_offset_log_prob_entropy_and_kl_match_brute_force(monkeypatch):
-    """L = 12, N = 3: the 3 x 3 outcomes, their exact probabilities, sampled frequencies."""
-    patcher = small_learned(policy="offset")
-    scores = torch.tensor([0.0, 0.3, -0.5, 1.2, 0.4, -0.2, 0.9, 0.1, -1.0, 0.6, 0.2, 0.0])
-    fixed_scores(patcher, scores, monkeypatch)
-    grid = uniform_starts(12, 3).tolist()  # [0, 4, 8]
-    table = offset_table(scores, grid, 12)
-    exact = {(a, b): table[0][a] * table[1][b] for a in table[0] for b in table[1]}
-    assert len(exact) == 9 and sum(exact.values()) == pytest.approx(1.0)
-    entropy = -sum(p * math.log(p) for t in table for p in t.values())
-    reference = offset_table(torch.zeros(12), grid, 12)
-    kl = sum(p * math.log(p / reference[j][slot])
-             for j, t in enumerate(table) for slot, p in t.items())
-
-    torch.manual_seed(1)
-    patching = patcher.sample(torch.zeros(50, 12), 3, 400)
-    assert patching.entropy[0].item() == pytest.approx(entropy, abs=1e-5)
-    assert patching.kl[0].item() == pytest.approx(kl, abs=1e-5)
-    outcomes = [tuple(s[1:]) for s in patching.starts.reshape(-1, 3).tolist()]
-    for outcome, lp in zip(outcomes, patching.log_prob.reshape(-1).tolist()):
-        assert lp == pytest.approx(math.log(exact[outcome]), abs=1e-5)
-    counts = Counter(outcomes)
-    keys = list(exact)
-    observed = [counts[k] for k in keys]
-    expected = [len(outcomes) * exact[k] for k in keys]
+def test_coarse_offsets_log_prob_entropy_and_kl_match_brute_force():
+    """N1 = 8 fine starts, N2 = 2: the coarse boundary moves among fine tokens 3 .. 5; each
+    draw's log-probability, the entropy, the KL and the sampled frequencies are those of a
+    plain loop over the offsets, and the mode is the most likely offset."""
+    fine = uniform_starts(16, 8).expand(1, 400, -1)  # (R, G, N1): 400 draws of one row
+    coarse_scores = torch.randn(1, 16, generator=torch.Generator().manual_seed(2))
+    token_scores = coarse_scores[0, fine[0, 0]]  # (N1,)
+    (table,) = offset_table(token_scores, [0, 4], 8)
+    entropy = -sum(p * math.log(p) for p in table.values())
+    (reference,) = offset_table(torch.zeros(8), [0, 4], 8)
+    kl = sum(p * math.log(p / reference[token]) for token, p in table.items())
+    drawn = coarse_offsets(coarse_scores, fine, 2, 1.0, True, torch.Generator().manual_seed(5))
+    assert drawn.entropy.item() == pytest.approx(entropy, abs=1e-5)
+    assert drawn.kl.item() == pytest.approx(kl, abs=1e-5)
+    tokens = [fine[0, 0].tolist().index(s) for s in drawn.starts[0, :, 1].tolist()]
+    for token, lp in zip(tokens, drawn.log_prob[0].tolist()):
+        assert lp == pytest.approx(math.log(table[token]), abs=1e-5)
+    counts = Counter(tokens)
+    observed = [counts[t] for t in table]
+    expected = [len(tokens) * table[t] for t in table]
     assert stats.chisquare(observed, expected).pvalue > 1e-3
-    decoded = patcher.decode(torch.zeros(1, 12), 3).starts[0, 0, 1:].tolist()
-    assert tuple(decoded) == max(exact, key=exact.get)  # the mode: argmax per boundary
-
-
-def test_offset_samples_never_make_one_step_patches_at_rate_eight():
-    """Boundaries stay sorted and at least 2 steps apart: no runs of one-step patches."""
-    patcher = small_learned(policy="offset", scored=True)
-    torch.manual_seed(0)
-    patching = patcher.sample(torch.randn(20, 96), 12, 16)
-    lengths = patch_lengths(patching.starts, 96)
-    assert int(lengths.min()) >= 2 and int(lengths.max()) <= 14
-    assert len({tuple(s) for s in patching.starts.reshape(-1, 12).tolist()}) > 20
+    mode = coarse_offsets(coarse_scores, fine[:, :1], 2, 1.0, False).starts[0, 0, 1].item()
+    assert fine[0, 0].tolist().index(mode) == max(table, key=table.get)
 
 
 # -- density policy ------------------------------------------------------------------------------
@@ -178,7 +151,7 @@ def test_density_log_prob_and_starts_match_brute_force(monkeypatch, length, n_pa
     """Reconstruct the action from the seeded noise: the Gaussian log-density (scipy) and the
     quantile starts (a plain loop) agree with the policy's."""
     sigma, group = 0.7, 6
-    patcher = small_learned(policy="density", density_sigma=sigma, density_knots=knots)
+    patcher = small_learned(density_sigma=sigma, density_knots=knots)
     torch.manual_seed(3)
     scores = torch.randn(length)
     fixed_scores(patcher, scores, monkeypatch)
@@ -227,12 +200,12 @@ def test_density_samples_come_in_antithetic_pairs():
 
 
 @SETTINGS
-@given(policy=st.sampled_from(POLICIES), length=st.integers(4, 120), data=st.data())
-def test_two_level_draws_are_valid_and_nested(policy, length, data):
+@given(length=st.integers(4, 120), data=st.data())
+def test_two_level_draws_are_valid_and_nested(length, data):
     """Fine and coarse samples: sorted, distinct, exactly N1 and N2, coarse a subset of fine."""
     n_fine = data.draw(st.integers(2, length))
     n_coarse = data.draw(st.integers(1, n_fine))
-    patcher = small_learned(levels=2, policy=policy, scored=True)
+    patcher = small_learned(levels=2, scored=True)
     torch.manual_seed(length)
     x = torch.randn(3, length)
     for patching in (patcher.sample(x, n_fine, 4, n_coarse_patches=n_coarse),
@@ -247,39 +220,17 @@ def test_two_level_draws_are_valid_and_nested(policy, length, data):
         assert bool(torch.isfinite(patching.log_prob).all())
 
 
-def test_two_level_offset_log_prob_is_the_sum_over_levels(monkeypatch):
-    """L = 16, N1 = 8, N2 = 2: the coarse boundary moves among fine tokens 3 .. 5; the draw's
-    log-probability is fine + coarse, each by brute force."""
-    patcher = small_learned(levels=2, policy="offset")
-    torch.manual_seed(2)
-    fine_scores, coarse_scores = torch.randn(16), torch.randn(16)
-    fixed_scores(patcher, fine_scores, monkeypatch, coarse_scores)
-    torch.manual_seed(5)
-    patching = patcher.sample(torch.zeros(4, 16), 8, 50, n_coarse_patches=2)
-    fine_table = offset_table(fine_scores, uniform_starts(16, 8).tolist(), 16)
-    token_grid = uniform_starts(8, 2).tolist()  # [0, 4]
-    for starts, coarse, lp in zip(patching.starts.reshape(-1, 8).tolist(),
-                                  patching.coarse_starts.reshape(-1, 2).tolist(),
-                                  patching.log_prob.reshape(-1).tolist()):
-        fine_lp = sum(math.log(fine_table[j][s]) for j, s in enumerate(starts[1:]))
-        coarse_table = offset_table(coarse_scores[starts], token_grid, 8)[0]
-        coarse_lp = math.log(coarse_table[starts.index(coarse[1])])
-        assert lp == pytest.approx(fine_lp + coarse_lp, abs=1e-4)
-
-
-@pytest.mark.parametrize("policy", POLICIES)
-def test_kl_is_zero_at_the_reference_and_positive_away_from_it(policy):
+def test_kl_is_zero_at_the_reference_and_positive_away_from_it():
     torch.manual_seed(0)
     x = torch.randn(4, 64)
-    fresh = variants.make_patcher(policy=policy, hidden_size=8, n_layers=2)
-    scored = small_learned(policy=policy, scored=True)
-    if policy != "topk":
-        assert torch.equal(fresh.decode(x, 8).kl, torch.zeros(4))
+    fresh = LearnedPatcher(hidden_size=8, n_layers=2)
+    scored = small_learned(scored=True)
+    assert torch.equal(fresh.decode(x, 8).kl, torch.zeros(4))
     assert bool((scored.decode(x, 8).kl > 0).all())
 
 
 def test_explore_decode_and_samples_share_one_score_pass(monkeypatch):
-    patcher = small_learned(policy="offset", scored=True)
+    patcher = small_learned(scored=True)
     calls = []
     original = patcher.level_logits
     monkeypatch.setattr(patcher, "level_logits", lambda x: calls.append(1) or original(x))
@@ -290,19 +241,14 @@ def test_explore_decode_and_samples_share_one_score_pass(monkeypatch):
     assert torch.equal(decoded.starts, patcher.decode(x, 6).starts)
 
 
-def test_unknown_policy_and_bad_settings_are_clear_errors():
-    with pytest.raises(ValueError, match="Unknown policy 'peaks'"):
-        variants.make_patcher(policy="peaks")
+def test_bad_settings_are_clear_errors():
     with pytest.raises(ValueError, match="sigma must be > 0"):
         DensityPolicy(sigma=0.0)
-    with pytest.raises(ValueError, match="penalty must be >= 0"):
-        variants.OffsetPolicy(penalty=-1.0)
 
 
-@pytest.mark.parametrize("policy", POLICIES)
-def test_policy_draws_are_exhaustive_on_a_tiny_case(policy, monkeypatch):
+def test_policy_draws_are_exhaustive_on_a_tiny_case():
     """L = 6, N = 3: every sample is a valid patching with a finite log-probability."""
-    patcher = small_learned(policy=policy, scored=True)
+    patcher = small_learned(scored=True)
     torch.manual_seed(0)
     patching = patcher.sample(torch.randn(2, 6), 3, 200)
     all_patchings = {(0, a, b) for a, b in itertools.combinations(range(1, 6), 2)}
