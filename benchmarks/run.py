@@ -237,11 +237,20 @@ def build_model(run: dict, work_dir: Path, progress: bool, callbacks: tuple = ()
         model_name=f"bench_{run_key(run)}_{os.getpid()}", work_dir=str(work_dir),
         optimizer_kwargs={"lr": run.get("lr", training["lr"])})
     kwargs = dict(run["kwargs"])
-    if "ema" in kwargs:  # validate and predict with an exponential average of the weights
+    ema = kwargs.pop("ema", None)  # a decay, or the callback's keyword arguments
+    if run["family"] == "reinpatch":
+        # a record that names no average ran without one (the default back then); an average
+        # with the default warmup is the model's own option, any other a callback
         from reinpatch_forecast.darts import WeightEMA
-        ema = kwargs.pop("ema")  # a decay, or the callback's keyword arguments
-        common["pl_trainer_kwargs"]["callbacks"].append(
-            WeightEMA(**ema) if isinstance(ema, dict) else WeightEMA(ema))
+        from reinpatch_forecast.darts.model import DEFAULT_EMA_WARMUP
+
+        if isinstance(ema, dict) and ema.get("warmup") == DEFAULT_EMA_WARMUP:
+            kwargs["ema_decay"] = ema["decay"]
+        else:
+            kwargs["ema_decay"] = None
+            if ema is not None:
+                common["pl_trainer_kwargs"]["callbacks"].append(
+                    WeightEMA(**ema) if isinstance(ema, dict) else WeightEMA(ema))
     common["optimizer_kwargs"].update(kwargs.pop("optimizer_kwargs", {}))
     for key, module in (("optimizer_cls", "optim"), ("lr_scheduler_cls", "optim.lr_scheduler")):
         if isinstance(kwargs.get(key), str):  # a class of torch.optim named in the record

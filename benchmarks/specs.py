@@ -270,6 +270,15 @@ COMPRESSION_MODELS = {
 
 #: Readout variants: name -> the head's options.
 READOUTS = {"flatten": FLATTEN, "profile": {"readout": "profile", "readout_skip": False},
+    # the default recipe on the narrow network a long lookback asks for
+    "Adam, constant lr, EMA warmup, R=16, d_model 32": {
+        "compression_rate": 16, "d_model": 32, "ema": {"decay": 0.995, "warmup": 10}},
+    "Adam, constant lr, EMA warmup, R=16, d_model 32, uniform patches": {
+        "compression_rate": 16, "d_model": 32, "patcher": "uniform",
+        "ema": {"decay": 0.995, "warmup": 10}},
+    # sktime's fit has no validation: how far do the epochs after the 20th move the average
+    "Adam, constant lr, EMA warmup, 30 epochs, no early stopping": {
+        "ema": {"decay": 0.995, "warmup": 10}, "epochs": 30, "patience": 30},
             "profile+skip": {"readout": "profile", "readout_skip": True},
             "copy+skip": {"readout": "copy", "readout_skip": True},
             "copy": {"readout": "copy", "readout_skip": False},

@@ -93,7 +93,7 @@ class ModelOptions:
     d_model: int = _option(64, "Width of the Transformer.", "int", section="backbone")
     n_heads: int = _option(4, "Attention heads.", "int", section="backbone")
     n_layers: int = _option(2, "Transformer layers.", "int", section="backbone")
-    dropout: float = _option(0.2, "Dropout rate (encoder layers and the head's input).",
+    dropout: float = _option(0.1, "Dropout rate (encoder layers and the head's input).",
                              "float", section="backbone")
     resample_points: int | None = _option(
         None, "Points each patch is resampled to (area resampling) for its shape token; "
@@ -110,7 +110,8 @@ class ModelOptions:
 
 @dataclass(frozen=True)
 class TrainingOptions:
-    """How GRPG trains the learned patcher (advanced: the defaults suit most data).
+    """How the model trains: GRPG's settings for the learned patcher and the weight average
+    (advanced: the defaults suit most data).
 
     Attributes
     ----------
@@ -129,6 +130,14 @@ class TrainingOptions:
     kl_coef: float = _option(
         0.1, "Weight of the KL anchor that keeps the policy near its reference (the uniform "
         "grid).", "float", section="training")
+    # a setting of the trainer (a callback), not of the network
+    ema_decay: float | None = _option(
+        0.995, "Validate, stop early and predict with an exponential moving average of the "
+        "weights: its weight on the previous average per optimizer step, at most this value "
+        "and smaller over the first steps (``min(ema_decay, (1 + n) / (10 + n))`` at step "
+        "``n``), so a short fit averages a share of its steps; ``None`` uses the last "
+        "weights. A weight-averaging callback in ``pl_trainer_kwargs`` replaces it.",
+        "float or None", section=None)
     # a setting of the optimizer (the Lightning module's), not of the network
     patcher_lr: float | None = _option(
         None, "Learning rate of the patcher; ``None`` uses 3x the backbone's learning rate.",

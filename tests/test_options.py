@@ -156,7 +156,7 @@ def test_a_nested_config_round_trips_through_plain_values():
 OTHER_VALUES = {
     "compression_rate": (4, {}), "levels": (2, {"compression_rate": (4, 2)}),
     "budget": ("at_most", {}), "d_model": (32, {"n_heads": 2}), "n_heads": (2, {}),
-    "n_layers": (3, {}), "dropout": (0.1, {}), "resample_points": (3, {}),
+    "n_layers": (3, {}), "dropout": (0.3, {}), "resample_points": (3, {}),
     "step_width": (2, {}), "revin_affine": (True, {}), "group_size": (3, {}),
     "scored_share": (0.5, {}), "kl_coef": (0.3, {}),
 }
@@ -165,6 +165,7 @@ RESOLVED_BY_THE_FACES = {
     "patcher": "the patcher's name (PatcherConfig.name) and, for an object or file, its weights",
     "patcher_init": "the learned patcher's starting weights",
     "patcher_lr": "the Lightning module's optimizer (a parameter group)",
+    "ema_decay": "a weight-averaging callback of the trainer",
 }
 
 

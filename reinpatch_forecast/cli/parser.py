@@ -57,6 +57,12 @@ def _share(text: str) -> float:
     return _number(text, float, lambda v: 0 < v <= 1, "a number in (0, 1]")
 
 
+def _decay_or_none(text: str) -> float | None:
+    if text.strip().lower() == "none":
+        return None
+    return _number(text, float, lambda v: 0 < v < 1, "a number in (0, 1) or 'none'")
+
+
 def _rates(text: str) -> float | tuple[float, float]:
     """A compression rate ``R``, or a pair ``R1,R2`` for two levels."""
     values = tuple(_positive_float(part) for part in text.split(","))
@@ -73,6 +79,7 @@ _OPTION_TYPES = {
     "group_size": _positive_int,
     "scored_share": _share,
     "kl_coef": _non_negative_float, "patcher_lr": _positive_float,
+    "ema_decay": _decay_or_none,
 }
 
 #: The help, metavar and choices of each model option's flag; a flag without help shows the
@@ -101,6 +108,9 @@ _OPTION_FLAGS: dict[str, dict[str, Any]] = {
     "scored_share": dict(metavar="S", help="share of each training batch's rows (windows x "
                          "components) whose group of patchings is scored"),
     "kl_coef": dict(metavar="W"),
+    "ema_decay": dict(metavar="DECAY", help="per-step decay of the weight average that "
+                      "validation and prediction use, in (0, 1), or 'none' for the last "
+                      "weights (default: %(default)s)"),
     "patcher_lr": dict(metavar="LR", help="learning rate of the patcher (default: 3x the "
                        "learning rate)"),
 }

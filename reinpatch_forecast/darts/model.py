@@ -44,6 +44,7 @@ from darts.utils.data.torch_datasets.utils import (
 from darts.utils.likelihood_models.torch import GaussianLikelihood
 from darts.utils.serialization import add_safe_globals
 from darts.utils.torch import MonteCarloDropout
+from pytorch_lightning.callbacks import WeightAveraging
 
 from ..errors import ReinPatchInputError, TrainingDivergedError
 from ..patcher_io import patcher_from_state, resolve_patcher_state
@@ -156,10 +157,6 @@ class _ReinPatchModule(PLForecastingModule):
         Arguments of darts' ``PLForecastingModule``.
     """
 
-    #: The network it holds and that network's configuration (a subclass may hold a variant).
-    network_class = ReinPatchNetwork
-    config_class = ReinPatchConfig
-
     def __init__(
         self,
         network_config: dict[str, Any],
@@ -168,7 +165,7 @@ class _ReinPatchModule(PLForecastingModule):
         **kwargs,
     ) -> None:
         super().__init__(**kwargs)
-        self.network = self.network_class(self.config_class(**network_config))
+        self.network = ReinPatchNetwork(ReinPatchConfig(**network_config))
         _as_monte_carlo_dropout(self.network)
         if freeze_patcher:
             self.network.patcher.freeze()
@@ -254,11 +251,10 @@ class _ReinPatchModule(PLForecastingModule):
         )
 
 
-#: The learning-rate schedule of a model built without ``lr_scheduler_cls``: the rate (of
-#: both parameter groups) is multiplied by ``gamma`` after every epoch. Chosen by validation
-#: over the benchmark datasets against darts' constant rate (see the tuning page of the
-#: documentation); it needs no number of epochs, so it suits early stopping and resumed fits.
-DEFAULT_LR_SCHEDULE = (torch.optim.lr_scheduler.ExponentialLR, {"gamma": 0.8})
+#: The warmup of the default weight average (:class:`WeightEMA`): its decay at step ``n`` is
+#: ``min(ema_decay, (1 + n) / (10 + n))``, so a fit of a few hundred steps averages a share of
+#: its steps and a long one about ``1 / (1 - ema_decay)`` of them.
+DEFAULT_EMA_WARMUP = 10
 
 #: The Lightning precision of a model whose ``pl_trainer_kwargs`` give none, whatever the dtype
 #: of the series (darts derives float64 from float64 series).
@@ -308,14 +304,24 @@ def _check_darts_arguments(output_chunk_shift: Any, kwargs: dict[str, Any]) -> N
         )
 
 
-def _with_default_schedule(pl_module_params: dict[str, Any]) -> dict[str, Any]:
-    """The module's arguments with :data:`DEFAULT_LR_SCHEDULE` when no ``lr_scheduler_cls`` is
-    given (given, even as ``None``, it stays); ``lr_scheduler_kwargs`` override its settings."""
-    if "lr_scheduler_cls" in pl_module_params:
-        return pl_module_params
-    scheduler_cls, settings = DEFAULT_LR_SCHEDULE
-    return dict(pl_module_params, lr_scheduler_cls=scheduler_cls, lr_scheduler_kwargs={
-        **settings, **(pl_module_params.get("lr_scheduler_kwargs") or {})})
+def _with_weight_average(trainer_params: dict[str, Any], ema_decay: float | None
+                         ) -> dict[str, Any]:
+    """The trainer's arguments with a :class:`WeightEMA` of ``ema_decay`` among the callbacks,
+    unless ``ema_decay`` is ``None`` or the callbacks average the weights already."""
+    if ema_decay is None:
+        return trainer_params
+    if isinstance(ema_decay, bool) or not isinstance(ema_decay, (int, float)) \
+            or not 0 < ema_decay < 1:
+        raise ReinPatchInputError(
+            f"ema_decay must be None (no weight average) or a number strictly between 0 and 1 "
+            f"(the average's weight on its previous value per step, e.g. 0.995), got "
+            f"{ema_decay!r}."
+        )
+    average = WeightEMA(ema_decay, warmup=DEFAULT_EMA_WARMUP)
+    callbacks = list(trainer_params.get("callbacks") or [])
+    if any(isinstance(callback, (WeightEMA, WeightAveraging)) for callback in callbacks):
+        return trainer_params
+    return dict(trainer_params, callbacks=callbacks + [average])
 
 
 def _resolve_patchers(patcher: Any, patcher_init: Any,
@@ -413,9 +419,8 @@ class ReinPatchModel(MixedCovariatesTorchModel):
         see the `darts documentation
         <https://unit8co.github.io/darts/generated_api/darts.models.forecasting.torch_forecasting_model.html>`_.
         ``use_reversible_instance_norm`` is not accepted: the network normalises every series
-        itself. Without ``lr_scheduler_cls``, the learning rate decays by a factor 0.8 after
-        every epoch (``ExponentialLR``; ``lr_scheduler_kwargs={"gamma": ...}`` sets the
-        factor); ``lr_scheduler_cls=None`` keeps darts' constant rate.
+        itself. The learning rate is darts' constant one unless ``lr_scheduler_cls`` is given;
+        the weights are averaged along the way (``ema_decay``).
 
     Notes
     -----
@@ -466,9 +471,6 @@ class ReinPatchModel(MixedCovariatesTorchModel):
     6
     """
 
-    #: The Lightning module ``_create_model`` builds (a subclass may build a variant's).
-    lightning_module_class = _ReinPatchModule
-
     def __init__(
         self,
         input_chunk_length: int,
@@ -489,6 +491,7 @@ class ReinPatchModel(MixedCovariatesTorchModel):
         group_size: int = TrainingOptions.group_size,
         scored_share: float = TrainingOptions.scored_share,
         kl_coef: float = TrainingOptions.kl_coef,
+        ema_decay: float | None = TrainingOptions.ema_decay,
         patcher_lr: float | None = TrainingOptions.patcher_lr,
         use_static_covariates: bool = True,
         **kwargs,
@@ -496,10 +499,10 @@ class ReinPatchModel(MixedCovariatesTorchModel):
         _check_darts_arguments(output_chunk_shift, kwargs)
         torch_params, pl_module_params = darts_api.split_params(self)
         super().__init__(**torch_model_kwargs(torch_params))
-        self.pl_module_params = _with_default_schedule(pl_module_params)
-        self.trainer_params = trainer_kwargs(self.trainer_params,
-                                             given=kwargs.get("pl_trainer_kwargs") or {},
-                                             log_tensorboard=bool(kwargs.get("log_tensorboard")))
+        self.pl_module_params = pl_module_params
+        self.trainer_params = _with_weight_average(
+            trainer_kwargs(self.trainer_params, given=kwargs.get("pl_trainer_kwargs") or {},
+                           log_tensorboard=bool(kwargs.get("log_tensorboard"))), ema_decay)
         # float32 for float64 series too (darts would compute in float64, about twice as slow
         # on a CPU); the module returns forecasts in the dtype of the series
         self.trainer_params.setdefault("precision", DEFAULT_PRECISION)
@@ -528,7 +531,7 @@ class ReinPatchModel(MixedCovariatesTorchModel):
             n_future_covariates=_width(train_sample.future_covariates),
             n_static_covariates=_width(train_sample.static_covariates),
         )
-        module = self.lightning_module_class(
+        module = _ReinPatchModule(
             network_config=config,
             freeze_patcher=self._frozen_patcher_state is not None,
             patcher_lr=self.training_options.patcher_lr,

@@ -226,7 +226,7 @@ def pretrain_patcher(
         compression_rate=compression_rate, patcher="learned", patcher_init=initial,
         group_size=group_size, kl_coef=kl_coef, d_model=d_model, n_layers=n_layers,
         dropout=PRETRAINING.dropout, batch_size=batch_size, n_epochs=n_epochs,
-        optimizer_kwargs={"lr": learning_rate}, lr_scheduler_cls=None,
+        optimizer_kwargs={"lr": learning_rate}, ema_decay=None,
         random_state=random_state,
         pl_trainer_kwargs=trainer_kwargs,
     )

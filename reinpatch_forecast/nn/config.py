@@ -74,7 +74,7 @@ class BackboneConfig:
     n_heads: int = 4
     n_layers: int = 2
     ff_multiplier: int = 2
-    dropout: float = 0.2
+    dropout: float = 0.1
     resample_points: int | None = None
     step_width: int | None = None
 

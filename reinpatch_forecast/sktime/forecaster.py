@@ -117,12 +117,11 @@ class ReinPatchForecaster(BaseForecaster):
         Training windows per batch.
     n_epochs : int, default=20
         Training epochs in ``fit``, in ``update`` with ``update_params=True``, and in each
-        ``pretrain`` call. The learning rate decays by a factor 0.8 an epoch, to 1.4 % of its
-        start in the 20th: later epochs barely move the weights, while each costs as much as
-        the first.
+        ``pretrain`` call. ``fit`` holds out no validation data to stop early, so the count
+        is fixed; the weight average (``ema_decay``) smooths what the last epochs add.
     learning_rate : float, default=1e-3
-        Initial learning rate of the backbone (darts ``optimizer_kwargs={"lr": ...}``); as
-        in the darts model, it decays by a factor 0.8 after every epoch.
+        Learning rate of the backbone (darts ``optimizer_kwargs={"lr": ...}``), constant, as
+        in the darts model.
     likelihood : str or None, default=None
         ``None`` trains on the MSE and gives point forecasts only; ``"quantile"`` (quantile
         regression on ``quantiles``) or ``"gaussian"`` make the forecaster probabilistic:
@@ -237,6 +236,7 @@ class ReinPatchForecaster(BaseForecaster):
         group_size: int = TrainingOptions.group_size,
         scored_share: float = TrainingOptions.scored_share,
         kl_coef: float = TrainingOptions.kl_coef,
+        ema_decay: float | None = TrainingOptions.ema_decay,
         patcher_lr: float | None = TrainingOptions.patcher_lr,
         batch_size: int = 32,
         n_epochs: int = 20,
@@ -264,6 +264,7 @@ class ReinPatchForecaster(BaseForecaster):
         self.group_size = group_size
         self.scored_share = scored_share
         self.kl_coef = kl_coef
+        self.ema_decay = ema_decay
         self.patcher_lr = patcher_lr
         self.batch_size = batch_size
         self.n_epochs = n_epochs

@@ -39,24 +39,10 @@ def test_a_scheduler_steps_both_groups_with_darts_settings(make_model, series):
     assert [group["lr"] for group in optimizer.param_groups] == pytest.approx([5e-4, 2e-3])
 
 
-def test_by_default_both_rates_decay_by_0_8_an_epoch(make_model, series):
+def test_by_default_both_rates_stay_constant(make_model, series):
     model = make_model(TINY_DARTS, n_epochs=2, optimizer_kwargs={"lr": 1e-3}).fit(series)
+    assert model.trainer.lr_scheduler_configs == []
     (optimizer,) = model.trainer.optimizers
-    (config,) = model.trainer.lr_scheduler_configs
-    assert isinstance(config.scheduler, torch.optim.lr_scheduler.ExponentialLR)
-    assert (config.interval, config.frequency) == ("epoch", 1)
-    assert [group["lr"] for group in optimizer.param_groups] == pytest.approx(
-        [1e-3 * 0.8**2, 3e-3 * 0.8**2])
-
-
-def test_the_default_schedule_takes_a_given_factor_and_none_keeps_the_rate(
-        make_model, series):
-    faster = make_model(TINY_DARTS, lr_scheduler_kwargs={"gamma": 0.5}).fit(series)
-    (optimizer,) = faster.trainer.optimizers
-    assert [group["lr"] for group in optimizer.param_groups] == pytest.approx([5e-4, 1.5e-3])
-    constant = make_model(TINY_DARTS, lr_scheduler_cls=None).fit(series)
-    assert constant.trainer.lr_scheduler_configs == []
-    (optimizer,) = constant.trainer.optimizers
     assert [group["lr"] for group in optimizer.param_groups] == pytest.approx([1e-3, 3e-3])
 
 

@@ -12,6 +12,7 @@ import torch
 from support import TINY_DARTS, noisy_sine
 
 from reinpatch_forecast import ReinPatchModel
+from reinpatch_forecast.errors import ReinPatchInputError
 from reinpatch_forecast._lightning import quiet_trainer_kwargs
 from reinpatch_forecast.darts import WeightEMA
 
@@ -41,6 +42,8 @@ class PickleDuringFit(pl.Callback):
 def _fit(make_model, decay: float | None, validate: bool = True, callbacks=(),
          warmup: int | None = None, **overrides) -> ReinPatchModel:
     callbacks = [*callbacks, *([] if decay is None else [WeightEMA(decay, warmup)])]
+    if decay is None:  # no average at all, not the default one
+        overrides.setdefault("ema_decay", None)
     series = noisy_sine(length=300)
     model = make_model(TINY_DARTS, n_epochs=2, save_checkpoints=True, force_reset=True,
                        pl_trainer_kwargs=quiet_trainer_kwargs(callbacks=callbacks), **overrides)
@@ -95,6 +98,33 @@ def test_with_warmup_the_decay_grows_with_the_steps_averaged(make_model):
     last = recorder.steps[-1]
     assert sum(float((p - last[n]).abs().sum()) for n, p in model.model.named_parameters()) < \
         sum(float((constant[n] - last[n]).abs().sum()) for n in last)
+
+
+def test_by_default_the_model_keeps_an_average_whose_decay_warms_up(make_model):
+    """Without ``ema_decay`` the model averages with decay 0.995 and warmup 10; with
+    ``ema_decay=None`` it keeps the last step's weights."""
+    recorder = RecordSteps()
+    series = noisy_sine(length=300)[:260]
+    model = make_model(TINY_DARTS, n_epochs=2, pl_trainer_kwargs=quiet_trainer_kwargs(
+        callbacks=[recorder])).fit(series)
+    _assert_holds_the_average(model, recorder, 0.995, warmup=10)
+    plain = make_model(TINY_DARTS, n_epochs=2, ema_decay=None, pl_trainer_kwargs=
+                       quiet_trainer_kwargs(callbacks=[recorder])).fit(series)
+    for name, value in plain.model.named_parameters():
+        assert torch.equal(value, recorder.steps[-1][name])
+
+
+def test_a_given_averaging_callback_replaces_the_default_one(make_model):
+    model = _fit(make_model, 0.9, validate=False, ema_decay=0.995)
+    (average,) = [c for c in model.trainer.callbacks
+                  if isinstance(c, (WeightEMA, pl.callbacks.WeightAveraging))]
+    assert average.decay == 0.9
+
+
+@pytest.mark.parametrize("ema_decay", [0, 1, 1.5, -0.1, True, "0.99"])
+def test_an_ema_decay_outside_0_1_is_refused_when_the_model_is_built(ema_decay):
+    with pytest.raises(ReinPatchInputError, match="ema_decay must be None"):
+        ReinPatchModel(input_chunk_length=24, output_chunk_length=6, ema_decay=ema_decay)
 
 
 def test_same_seed_same_forecast_and_save_load_identical(make_model, tmp_path):

@@ -26,6 +26,7 @@ from sktime.transformations.series.difference import Differencer
 from sktime.utils._testing.hierarchical import _make_hierarchical
 
 from reinpatch_forecast import ReinPatchForecaster
+from reinpatch_forecast.darts import WeightEMA
 
 TINY = dict(
     input_chunk_length=12,
@@ -351,19 +352,20 @@ def test_error_invalid_parameters_at_construction(params, match):
         ReinPatchForecaster(**params)
 
 
-def test_a_default_fit_ends_where_the_learning_rate_schedule_has_spent_itself(airline):
-    """The default epochs run the per-epoch decay down to 1-2 % of the starting rate: fewer
-    would stop while the rate still moves the weights, more would cost time for nothing."""
+def test_a_default_fit_runs_its_epochs_at_a_constant_rate_and_keeps_the_weight_average(
+        airline):
+    """sktime's fit has no validation data: it runs ``n_epochs`` at darts' constant rate, and
+    the network it predicts with is the average of its weights, not the last step's."""
     sizes = {k: v for k, v in TINY.items() if k != "n_epochs"}
     forecaster = ReinPatchForecaster(**sizes, random_state=0).fit(airline, fh=[1, 2])
-    trainer = forecaster.get_fitted_params()["model"].trainer
-    (schedule,) = trainer.lr_scheduler_configs
-    start, last = schedule.scheduler.base_lrs, trainer.optimizers[0].param_groups
-    ratios = [group["lr"] / first for group, first in zip(last, start)]
-    # darts steps the schedule after every epoch: the last epoch ran at the previous rate
-    gamma = schedule.scheduler.gamma
-    assert trainer.current_epoch == forecaster.n_epochs
-    assert all(0.01 < ratio / gamma < 0.02 for ratio in ratios), ratios
+    model = forecaster.get_fitted_params()["model"]
+    assert model.trainer.current_epoch == forecaster.n_epochs
+    assert model.trainer.lr_scheduler_configs == []
+    (average,) = [c for c in model.trainer.callbacks if isinstance(c, WeightEMA)]
+    assert average.decay == forecaster.ema_decay
+    plain = ReinPatchForecaster(**sizes, random_state=0, ema_decay=None).fit(airline, fh=[1, 2])
+    averaged, last = (f.get_fitted_params()["model"].model.state_dict() for f in (forecaster, plain))
+    assert any(not torch.equal(averaged[name], last[name]) for name in averaged)
 
 
 def test_removed_grpg_options_are_not_parameters():
