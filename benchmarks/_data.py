@@ -1,5 +1,5 @@
 """The data an experiment fits and scores on: LTSF files, event-rich files with covariates,
-ETTh1's oil temperature with its loads and calendar, and generated series.
+and generated series.
 
 Every source gives a :class:`Data`: scaled arrays ``(T, C)`` per split (val and test include
 their lookback rows), the darts series a model fits on, the covariates of a setting, and the
@@ -21,9 +21,7 @@ DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 CALENDAR = (("hour", 23), ("day_of_week", 6), ("month", 11))  # darts' month is 0..11
 #: Datasets whose covariates include the calendar, and the zone of its clock.
 CALENDAR_ZONES = {"vic_elec": "Australia/Melbourne"}
-ETTH1_TARGET = "OT"
-ETTH1_LOADS = ("HUFL", "HULL", "MUFL", "MULL", "LUFL", "LULL")
-GENERATED = ("random_walk", "trend_bursts")
+GENERATED = ("random_walk",)
 
 
 @dataclass
@@ -122,28 +120,6 @@ def _targets(splits, columns: list[int], names: Sequence[str], freq) -> dict[str
             for s in ("train", "val", "test")}
 
 
-def etth1_covariate_data(lookback: int, horizon: int, data_dir: str | Path) -> Data:
-    """:func:`ett_covariate_data` of ETTh1's LTSF splits."""
-    return ett_covariate_data(load_splits("ETTh1", lookback, horizon, data_dir))
-
-
-def ett_covariate_data(splits) -> Data:
-    """OT alone from an ETT file's scaled splits; settings ``target``, ``load`` (the six
-    loads, past covariates) and ``load+calendar`` (plus the calendar, future covariates), all
-    on the LTSF train-only scaler."""
-    columns = list(splits.columns)
-    rows, index = split_rows(splits)
-    target = _targets(splits, [columns.index(ETTH1_TARGET)], [ETTH1_TARGET], index.freq)
-    load = time_series(rows[:, [columns.index(c) for c in ETTH1_LOADS]], index, ETTH1_LOADS,
-                       index.freq)
-    calendar = calendar_covariates(index)
-    return Data({s: t.values(copy=False) for s, t in target.items()},
-                std=splits.std[[columns.index(ETTH1_TARGET)]], target=target,
-                settings={"target": {}, "load": {"past_covariates": load},
-                          "load+calendar": {"past_covariates": load,
-                                            "future_covariates": calendar}})
-
-
 def event_data(dataset: str, lookback: int, horizon: int, data_dir: str | Path) -> Data:
     """An event-rich dataset's targets and covariates (``EVENT_DATASETS`` roles), each scaled
     on its training rows; settings ``target`` and ``covariates``."""
@@ -208,26 +184,6 @@ def random_walk(n_series: int, length: int, rng: np.random.Generator) -> np.ndar
     return walk + rng.standard_normal((length, n_series))
 
 
-def trend_bursts(n_series: int, length: int, rng: np.random.Generator,
-                 burst_rate: float = 1 / 60) -> np.ndarray:
-    """``(T, C)``: slow trend + drift, local bursts (3-8 steps, amplitude ``±U(2, 4)``) that
-    leave a level shift of half their amplitude decaying over 10-40 steps, small noise."""
-    t = np.arange(length)[:, None]  # (T, 1)
-    period = rng.uniform(300, 600, n_series)
-    phase = rng.uniform(0, 2 * np.pi, n_series)
-    drift = rng.normal(0, 1 / length, n_series)
-    values = 2 * np.sin(2 * np.pi * t / period + phase) + drift * t  # (T, C)
-    for c in range(n_series):  # data generation, not a hot path
-        for start in np.flatnonzero(rng.random(length) < burst_rate):
-            duration = int(rng.integers(3, 9))
-            amplitude = rng.choice([-1, 1]) * rng.uniform(2, 4)
-            stop = min(start + duration, length)
-            values[start:stop, c] += amplitude * np.cos(np.pi * np.arange(stop - start) / 2)
-            tail = np.arange(length - stop)
-            values[stop:, c] += 0.5 * amplitude * np.exp(-tail / rng.uniform(10, 40))
-    return values + 0.2 * rng.standard_normal((length, n_series))
-
-
 def split_and_scale(values: np.ndarray, lookback: int) -> dict[str, np.ndarray]:
     """70/10/20 in time, each series scaled with the mean and std of its training rows; val
     and test include their ``lookback`` rows."""
@@ -241,9 +197,8 @@ def split_and_scale(values: np.ndarray, lookback: int) -> dict[str, np.ndarray]:
 
 
 def generated_data(task: str, lookback: int, series: int, length: int, data_seed: int) -> Data:
-    generator = {"random_walk": random_walk, "trend_bursts": trend_bursts}[task]
     rng = np.random.default_rng([data_seed, GENERATED.index(task)])
-    return Data(split_and_scale(generator(series, length, rng), lookback))
+    return Data(split_and_scale(random_walk(series, length, rng), lookback))
 
 
 def original_scale_mae(mae_per_channel: Sequence[float], std: Sequence[float]) -> float:

@@ -10,7 +10,7 @@ python benchmarks/run.py ltsf --datasets ETTh1 --horizons 96 --models "uniform R
     --seeds 0 --threads 1                                       # one row, one seed
 python benchmarks/run.py ltsf --datasets all --horizons all --seeds 0 1 2 --budget full
 python benchmarks/run.py events --datasets EPF_FR_BE --settings target --seeds 0
-python benchmarks/run.py readout --models uniform learned --require R=8 copy+skip flatten
+python benchmarks/run.py readout --models uniform learned --require R=8
 python benchmarks/run.py report                                 # rebuild every table
 """
 
@@ -35,13 +35,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _data import DEFAULT_DATA, Data, original_scale_mae  # noqa: E402
 from _protocol import (baseline_predict_fn, decoded_patch_statistics,  # noqa: E402
-                       evaluate_windows, patch_statistics)
+                       evaluate_windows)
 from specs import (BUDGETS, EXPERIMENTS, PUBLISHED, SUMMARY_MODELS, TABLES,  # noqa: E402
                    TRAINING_OVERRIDES)
 from tables import (RESULTS, append_jsonl, load_jsonl, write_report,  # noqa: E402
                     write_summary)
-
-import variants  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 #: Fields of a model spec copied into every record of its row.
@@ -106,9 +104,6 @@ def plan(name: str, args: argparse.Namespace) -> list[dict[str, Any]]:
     runs = []
     for seed in seeds:
         for dataset in datasets:
-            if experiment["kind"] == "synthetic":
-                runs += _synthetic_runs(name, experiment, dataset, seed, args)
-                continue
             all_horizons = _per_dataset(experiment["horizons"], dataset)
             horizons = _choose(args.horizons, experiment.get("default_horizons", all_horizons),
                                all_horizons, "horizon")
@@ -163,8 +158,6 @@ def _forecast_run(name, experiment, dataset, horizon, lookback, setting, model, 
             run[extra] = spec[extra]
     if spec["family"] == "naive":
         run["season"] = experiment["season"][dataset]
-    if experiment["data"] == "generated":
-        run["generated"] = experiment["generated"]
     if "pretrained" in (run["kwargs"].get("patcher"), run["kwargs"].get("patcher_init")):
         run["shipped_patcher"] = shipped_patcher()  # a new shipped patcher: new runs
     return run
@@ -182,14 +175,6 @@ def shipped_patcher() -> str:
     return digest.hexdigest()[:10]
 
 
-def _synthetic_runs(name, experiment, task, seed, args) -> list[dict]:
-    models = select_models(experiment, args.models, args.require, task)
-    return [{"experiment": name, "dataset": task, "levels": levels, "model": model,
-             "kwargs": experiment["models"][model]["kwargs"], "steps": experiment["steps"],
-             "group_size": experiment["group_size"], "seed": seed}
-            for levels in experiment["levels"][task] for model in models]
-
-
 # -- running -----------------------------------------------------------------------------------
 
 
@@ -199,10 +184,6 @@ def load_data(experiment: dict, run: dict, data_dir: str) -> Data:
     dataset, lookback, horizon = run["dataset"], run["lookback"], run["horizon"]
     if experiment["data"] == "events":
         return _data.event_data(dataset, lookback, horizon, data_dir)
-    if experiment["data"] == "covariates":
-        return _data.etth1_covariate_data(lookback, horizon, data_dir)
-    if experiment["data"] == "generated":
-        return _data.generated_data(dataset, lookback, **run["generated"])
     return _data.ltsf_data(dataset, lookback, horizon, data_dir)
 
 
@@ -219,7 +200,7 @@ class ValidationCurve(Callback):
 
 
 def build_model(run: dict, work_dir: Path, progress: bool, callbacks: tuple = ()):
-    """The darts model of a trained run: ``variants.make_model`` for ReinPatch, darts' own
+    """The darts model of a trained run: ``ReinPatchModel`` for ReinPatch, darts' own
     models (reversible instance norm on) for the peers, every one with early stopping on
     validation loss and the best epoch restored; ``callbacks`` join the trainer's."""
     from pytorch_lightning.callbacks import EarlyStopping
@@ -269,7 +250,9 @@ def build_model(run: dict, work_dir: Path, progress: bool, callbacks: tuple = ()
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(run["seed"])
                 kwargs["patcher_init"] = LearnedPatcher(**settings)
-        return variants.make_model(**kwargs, **common)
+        from reinpatch_forecast import ReinPatchModel
+
+        return ReinPatchModel(**kwargs, **common)
     from darts import models
 
     if run["family"] == "patchtst":  # its own instance norm (RevIN) is part of the model
@@ -316,53 +299,6 @@ def fit_and_score(run: dict, data: Data, work_dir: Path, progress: bool = False,
     return measured
 
 
-def run_synthetic(run: dict) -> dict[str, Any]:
-    """Train one variant on a synthetic task with the tests' GRPG loop and evaluate it on
-    2000 fresh windows (seed 1234)."""
-    import torch
-
-    tests = str(REPO / "tests" / "nn")
-    if tests not in sys.path:
-        sys.path.insert(0, tests)
-    import grpg_support
-
-    task = __import__("test_grpg_learns" if run["dataset"] == "spike"
-                      else "test_hierarchy_learns")
-
-    def batch(n, generator):
-        if run["dataset"] == "spike":
-            return task.spike_batch(n, generator)
-        return (*task.two_scale_batch(n, generator), None)
-
-    common = dict(input_length=task.LOOKBACK, output_length=task.HORIZON,
-                  group_size=run["group_size"], d_model=32, n_heads=4, n_layers=1, dropout=0.0,
-                  revin=False, **run["kwargs"])
-    if run["dataset"] == "spike":
-        config = dict(compression_rate=task.LOOKBACK / task.N_PATCHES, use_resampled=False,
-                      local_activation=False, **common)
-    else:
-        rate = task.TWO_LEVEL_RATE if run["levels"] == 2 else task.ONE_LEVEL_RATE
-        config = dict(compression_rate=rate, levels=run["levels"], resample_points=4, **common)
-    torch.manual_seed(run["seed"])
-    network = variants.make_network(**config)
-    began = time.perf_counter()
-    grpg_support.train_by_grpg(network, lambda g: batch(task.BATCH, g)[:2], run["steps"],
-                               run["seed"])
-    seconds = time.perf_counter() - began
-    network.eval()
-    x, y, position = batch(2000, torch.Generator().manual_seed(1234))
-    with torch.no_grad():
-        mse = ((network(x)[..., 0] - y) ** 2).mean().item()
-        starts = network.boundaries(x)[:, 0]  # (B, N)
-    measured = {"mse": mse, "target_variance": y.var().item(),
-                "train_seconds": round(seconds, 1),
-                **patch_statistics(starts.numpy(), task.LOOKBACK)}
-    if position is not None:
-        distance = (starts - position[:, None]).abs().min(dim=-1).values
-        measured["near_spike"] = (distance <= 1).float().mean().item()
-    return measured
-
-
 def record_of(run: dict, measured: dict, experiment: dict,
               code: str | None = None) -> dict[str, Any]:
     """The JSONL record of a finished run: its row's identity, seed, measures, and the stamp
@@ -370,17 +306,12 @@ def record_of(run: dict, measured: dict, experiment: dict,
     spec = experiment["models"][run["model"]]
     row: dict[str, Any] = {"experiment": run["experiment"], "dataset": run["dataset"],
                            "model": run["model"]}
-    if "horizon" in run:
-        row.update(protocol=run["budget"], horizon=run["horizon"], lookback=run["lookback"],
-                   setting=run["setting"])
-        rate = run["kwargs"].get("compression_rate")
-        if isinstance(rate, (int, float)):
-            row.update(R=rate, N=math.ceil(run["lookback"] / rate))
-    else:  # a synthetic task
-        row.update(task=run["dataset"], levels=run["levels"], variant=run["model"])
+    row.update(protocol=run["budget"], horizon=run["horizon"], lookback=run["lookback"],
+               setting=run["setting"])
+    rate = run["kwargs"].get("compression_rate")
+    if isinstance(rate, (int, float)):
+        row.update(R=rate, N=math.ceil(run["lookback"] / rate))
     row.update(spec.get("row", {}))
-    for old, new in experiment.get("rename", {}).items():
-        row[new] = row[old]
     return {**row, "seed": run["seed"], **measured,
             **{k: spec[k] for k in ROW_FIELDS if k in spec},
             "commit": code or commit(), "date": utc_now(), "key": run_key(run), "run": run}
@@ -468,24 +399,19 @@ def main(argv: list[str] | None = None) -> None:
 
     for run in runs:
         label = " ".join(f"{k}={run[k]}" for k in ("dataset", "horizon", "lookback",
-                                                   "setting", "levels", "model", "seed")
-                         if k in run)
+                                                   "setting", "model", "seed"))
         if args.dry_run:
             print(f"[{name}] {label}{' (recorded)' if recorded(run) else ''}")
             continue
         if recorded(run):
             continue  # done, perhaps by another process
         print(f"[{name}] {label} ...", flush=True)
-        if experiment["kind"] == "synthetic":
-            measured = run_synthetic(run)
-        else:
-            cell = (run["dataset"], run["lookback"], run["horizon"])
-            if cell not in data:
-                data[cell] = load_data(experiment, run, args.data_dir)
-            tags = {t.removesuffix("_flatten")
-                    for t in experiment["models"][run["model"]].get("tags", ())}
-            measured = fit_and_score(run, data[cell], args.out_dir / "_ltsf_work", args.progress,
-                                     bool(tags & set(experiment.get("patch_stats", ()))))
+        cell = (run["dataset"], run["lookback"], run["horizon"])
+        if cell not in data:
+            data[cell] = load_data(experiment, run, args.data_dir)
+        tags = set(experiment["models"][run["model"]].get("tags", ()))
+        measured = fit_and_score(run, data[cell], args.out_dir / "_ltsf_work", args.progress,
+                                 bool(tags & set(experiment.get("patch_stats", ()))))
         append_jsonl(record_of(run, measured, experiment, code), results)
         print(f"[{name}]   {json.dumps({k: v for k, v in measured.items() if 'mse' in k})}",
               flush=True)

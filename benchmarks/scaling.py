@@ -166,16 +166,15 @@ def measure(spec: dict, repeats: int, warmup: int) -> dict:
     fresh process (its peak RSS is the configuration's)."""
     import torch
 
+    from reinpatch_forecast import ReinPatchModel
     from reinpatch_forecast._lightning import quiet_lightning, quiet_trainer_kwargs
-
-    from variants import make_model
 
     lookback, rate = spec["lookback"], spec["rate"]
     steps = warmup + repeats
     imported = vm_status()["VmRSS"]
     STEP_SECONDS.clear()
     with quiet_lightning():
-        model = make_model(
+        model = ReinPatchModel(
             input_chunk_length=lookback, output_chunk_length=HORIZON, compression_rate=rate,
             patcher=spec["patcher"], **SIZES, batch_size=BATCH, n_epochs=1, random_state=0,
             pl_trainer_kwargs=quiet_trainer_kwargs(callbacks=[step_timer()]),

@@ -3,7 +3,7 @@
 An experiment is a dict: ``kind`` (which runner in ``run.py``), ``datasets``, ``horizons``,
 ``lookback``, ``models`` (row name -> model spec), ``seeds``, ``budget`` (the training settings)
 and the name of its :class:`tables.Table`. A model spec names its ``family`` (``reinpatch``: a
-``variants.make_model``; ``dlinear``, ``nlinear``, ``tsmixer``, ``tide``: darts' models;
+``reinpatch_forecast.ReinPatchModel``; ``dlinear``, ``nlinear``, ``tsmixer``, ``tide``: darts' models;
 ``repeat``, ``naive``: untrained baselines) and its keyword arguments; ``pick`` and
 ``reference`` are copied into every record of the row (see ``tables``).
 """
@@ -35,13 +35,6 @@ TABLES: dict[str, Table] = {
         mean=("test_mse", "test_mae", "test_mae_original", "val_mse", "epochs",
               "train_seconds", "grid_distance"),
         title="Event-rich data: EPF prices and vic_elec demand, with and without covariates"),
-    "covariates": Table(
-        keys=("horizon", "setting", "model"),
-        columns=("horizon", "model", "setting", "test_mse", "test_mse_std", "test_mae",
-                 "val_mse", "lr", "n_seeds", "seeds", "epochs", "train_seconds", "commit",
-                 "date"),
-        mean=("test_mse", "test_mae", "val_mse", "epochs", "train_seconds"),
-        title="Covariates on ETTh1 (target OT)"),
     "compression": Table(
         keys=("dataset", "horizon", "lookback", "R", "N", "model"),
         columns=("dataset", "horizon", "lookback", "R", "N", "model", "test_mse",
@@ -58,22 +51,6 @@ TABLES: dict[str, Table] = {
         mean=("test_mse", "test_mae", "train_seconds", "grid_distance", "tokens_used"),
         ratio="gap_to_uniform_pct", gap_percent=True, reference_std="uniform_std",
         title="Readouts: how the head reads the patch tokens"),
-    "boundaries": Table(
-        keys=("task", "horizon", "model"),
-        columns=("task", "horizon", "model", "test_mse", "test_mse_std", "n", "seeds", "ratio",
-                 "first_length", "last_length", "one_step_share", "grid_distance", "commit",
-                 "date"),
-        mean=("test_mse", "first_length", "last_length", "one_step_share", "grid_distance"),
-        n="n", ratio="ratio", ratio_on_reference=True,
-        title="Boundaries on generated series"),
-    "synthetic": Table(
-        keys=("task", "levels", "variant"),
-        columns=("task", "levels", "variant", "mse", "mse_std", "n", "seeds", "ratio",
-                 "near_spike", "grid_distance", "one_step_share", "train_seconds", "commit",
-                 "date"),
-        mean=("mse", "near_spike", "grid_distance", "one_step_share", "train_seconds"),
-        std=("mse",), n="n", ratio="ratio", ratio_on_reference=True, metric="mse",
-        title="Synthetic tasks: policies against uniform patches"),
     "recipe": Table(
         keys=("protocol", "dataset", "horizon", "lookback", "model"),
         columns=("protocol", "dataset", "horizon", "lookback", "model", "test_mse",
@@ -108,9 +85,6 @@ BUDGETS: dict[str, dict[str, Any]] = {
 # -- models ------------------------------------------------------------------------------------
 
 BACKBONE = {"d_model": 64, "n_heads": 4, "n_layers": 2, "dropout": 0.1}
-#: The flatten head over token slots (the backbone of the first tables), an ablation.
-FLATTEN = {"readout": "flatten", "readout_skip": False}
-FLATTEN_SUFFIX = " [flatten head]"
 TUNING_RATES = (4, 8, 16, 24)
 PEER_LRS = (1e-3, 1e-4)
 PEERS = ("dlinear", "nlinear", "tsmixer")
@@ -128,7 +102,7 @@ TIDE = {"hidden_size": 64}
 
 
 def reinpatch(tags: list[str], **kwargs: Any) -> dict[str, Any]:
-    """A ReinPatch model spec: ``variants.make_model`` of the backbone sizes and ``kwargs``."""
+    """A ReinPatch model spec: ``ReinPatchModel`` of the backbone sizes and ``kwargs``."""
     return {"family": "reinpatch", "kwargs": {**BACKBONE, **kwargs}, "tags": tags}
 
 
@@ -150,36 +124,29 @@ def peer(family: str, lr: float, row: str | None = None, kwargs: dict | None = N
             "pick": pick}
 
 
-def ltsf_models(suffix: str = "", head: dict | None = None) -> dict[str, dict]:
-    """The LTSF table's rows on one backbone (``head``: readout options; ``suffix``: the name
-    suffix of that backbone's rows)."""
-    head = dict(head or {})
+def ltsf_models() -> dict[str, dict]:
+    """The LTSF table's ReinPatch rows."""
     rows: dict[str, dict] = {}
     for rate in TUNING_RATES:
-        rows[f"uniform R={rate}{suffix}"] = {
-            **reinpatch(["uniform"], patcher="uniform", compression_rate=rate, **head),
-            "pick": tuned(f"uniform tuned{suffix}", f"uniform tuned (R={rate}){suffix}")}
+        rows[f"uniform R={rate}"] = {
+            **reinpatch(["uniform"], patcher="uniform", compression_rate=rate),
+            "pick": tuned("uniform tuned", f"uniform tuned (R={rate})")}
         name = "learned" if rate == 8 else f"learned R={rate}"
-        rows[name + suffix] = {
+        rows[name] = {
             **reinpatch(["learned_tuned"] + (["learned"] if rate == 8 else []),
-                        patcher="learned", compression_rate=rate, **head),
-            "pick": tuned(f"learned tuned{suffix}", f"learned tuned (R={rate}){suffix}")}
+                        patcher="learned", compression_rate=rate),
+            "pick": tuned("learned tuned", f"learned tuned (R={rate})")}
     for patcher in ("random", "volatility"):
-        rows[patcher + suffix] = reinpatch([patcher], patcher=patcher, compression_rate=8, **head)
+        rows[patcher] = reinpatch([patcher], patcher=patcher, compression_rate=8)
     rows.update({
-        "foundation (zero-shot)" + suffix: reinpatch(["foundation"], patcher="pretrained",
-                                                     compression_rate=8, **head),
-        "learned (init from foundation)" + suffix: reinpatch(
-            ["learned_init"], patcher="learned", patcher_init="pretrained", compression_rate=8,
-            **head),
-        "learned L2 (R=8,2)" + suffix: reinpatch(["learned_l2"], patcher="learned", levels=2,
-                                                 compression_rate=[8, 2], **head),
-        "uniform L2 (R=8,2)" + suffix: reinpatch(["uniform_l2"], patcher="uniform", levels=2,
-                                                 compression_rate=[8, 2], **head),
-        "learned [offset]" + suffix: reinpatch(["offset"], patcher="learned", policy="offset",
-                                               compression_rate=8, **head),
-        "learned [topk] (v1 ablation)" + suffix: reinpatch(
-            ["topk"], patcher="learned", policy="topk", compression_rate=8, **head),
+        "foundation (zero-shot)": reinpatch(["foundation"], patcher="pretrained",
+                                            compression_rate=8),
+        "learned (init from foundation)": reinpatch(
+            ["learned_init"], patcher="learned", patcher_init="pretrained", compression_rate=8),
+        "learned L2 (R=8,2)": reinpatch(["learned_l2"], patcher="learned", levels=2,
+                                        compression_rate=[8, 2]),
+        "uniform L2 (R=8,2)": reinpatch(["uniform_l2"], patcher="uniform", levels=2,
+                                        compression_rate=[8, 2]),
     })
     return rows
 
@@ -225,87 +192,53 @@ def patchtst(lr: float) -> dict[str, Any]:
 #: The lookbacks a row chosen by validation picks from.
 LOOKBACKS = (96, 336, 512, 720)
 LTSF_MODELS = {**BASELINE_ROWS, **ltsf_models(), **PRICE_ROW,
-               **ltsf_models(FLATTEN_SUFFIX, FLATTEN),
                **{f"{p} lr={lr:g}": peer(p, lr) for p in PEERS for lr in PEER_LRS},
                **{f"patchtst lr={lr:g}": patchtst(lr) for lr in PEER_LRS},
                # the reproduction check: PatchTST's published runs train up to 100 epochs
                "patchtst (lr=0.0001, 30 epochs)": {
                    "family": "patchtst", "lr": 1e-4, "batch_size": 128, "epochs": 30,
                    "dataset_kwargs": PATCHTST_SIZES, "tags": ["patchtst_long"]}}
-# the flatten-head rows answer to their own tags only
-for _name, _model in LTSF_MODELS.items():
-    if _name.endswith(FLATTEN_SUFFIX):
-        _model["tags"] = [t + "_flatten" for t in _model["tags"]]
 
 EVENT_MODELS = {
     "naive": {"family": "naive", "tags": ["naive"]},
     "repeat": BASELINE_ROWS["repeat"],
     **{k: v for k, v in ltsf_models().items() if k.startswith(("uniform R=", "learned"))
-       and "L2" not in k and "[" not in k and "foundation" not in k},
+       and "L2" not in k and "foundation" not in k},
     **PRICE_ROW,
     **{f"{p} lr={lr:g}": peer(p, lr) for p in PEERS + ("tide",) for lr in PEER_LRS},
 }
 for _lr in PEER_LRS:
     EVENT_MODELS[f"tide lr={_lr:g}"]["kwargs"] = dict(TIDE)
 
-COVARIATE_MODELS = {
-    "ReinPatch learned (R=8)": reinpatch(["learned"], patcher="learned", compression_rate=8,
-                                         **FLATTEN),
-    "ReinPatch uniform (R=8)": reinpatch(["uniform"], patcher="uniform", compression_rate=8,
-                                         **FLATTEN),
-    "Repeat (last value)": {"family": "repeat", "tags": ["repeat"], "settings": ["target"]},
-    **{f"TiDE lr={lr:g}": peer("tide", lr, "TiDE", TIDE, keep_lr=True) for lr in PEER_LRS},
-    **{f"TSMixer lr={lr:g}": peer("tsmixer", lr, "TSMixer", keep_lr=True) for lr in PEER_LRS},
-}
-
 COMPRESSION_MODELS = {
-    f"{patcher} R={rate}{suffix}": {
-        **reinpatch([patcher + tag], patcher=patcher, compression_rate=rate, **head),
-        "row": {"model": patcher + suffix}, "lookbacks": lookbacks,
-        **({"reference": "uniform" + suffix} if patcher == "learned" else {})}
+    f"{patcher} R={rate}": {
+        **reinpatch([patcher], patcher=patcher, compression_rate=rate),
+        "row": {"model": patcher}, "lookbacks": lookbacks,
+        **({"reference": "uniform"} if patcher == "learned" else {})}
     for rate, lookbacks in ((4, [96]), (8, [96]), (16, [96, 512]), (32, [96, 512]), (64, [512]))
     for patcher in ("uniform", "learned")
-    for suffix, tag, head in (("", "", {}), (FLATTEN_SUFFIX, "_flatten", FLATTEN))
 }
 
-#: Readout variants: name -> the head's options.
-READOUTS = {"flatten": FLATTEN, "profile": {"readout": "profile", "readout_skip": False},
-    # the default recipe on the narrow network a long lookback asks for
-    "Adam, constant lr, EMA warmup, R=16, d_model 32": {
-        "compression_rate": 16, "d_model": 32, "ema": {"decay": 0.995, "warmup": 10}},
-    "Adam, constant lr, EMA warmup, R=16, d_model 32, uniform patches": {
-        "compression_rate": 16, "d_model": 32, "patcher": "uniform",
-        "ema": {"decay": 0.995, "warmup": 10}},
-    # sktime's fit has no validation: how far do the epochs after the 20th move the average
-    "Adam, constant lr, EMA warmup, 30 epochs, no early stopping": {
-        "ema": {"decay": 0.995, "warmup": 10}, "epochs": 30, "patience": 30},
-            "profile+skip": {"readout": "profile", "readout_skip": True},
-            "copy+skip": {"readout": "copy", "readout_skip": True},
-            "copy": {"readout": "copy", "readout_skip": False},
-            "interpolate": {"readout": "interpolate", "readout_skip": False},
-            "query": {"readout": "query", "readout_skip": False}}
+#: The readout table's patchers, under the package's readout (``copy+skip``: the time-aligned
+#: copy readout with its per-step skip; its other readouts are archived with their records).
 READOUT_PATCHERS = {"uniform": {"patcher": "uniform"}, "volatility": {"patcher": "volatility"},
                     "random": {"patcher": "random"}, "learned": {"patcher": "learned"},
                     "foundation": {"patcher": "pretrained"}}
 READOUT_MODELS = {
-    f"{patcher} {variant} R={rate}": {
-        **reinpatch([patcher, variant, f"R={rate}"], compression_rate=rate, **options, **head),
-        "row": {"readout": variant, "patcher": patcher}, "reference": "uniform"}
-    for patcher, options in READOUT_PATCHERS.items() for variant, head in READOUTS.items()
-    for rate in (4, 8, 16, 24, 32)
+    f"{patcher} copy+skip R={rate}": {
+        **reinpatch([patcher, "copy+skip", f"R={rate}"], compression_rate=rate, **options),
+        "row": {"readout": "copy+skip", "patcher": patcher}, "reference": "uniform"}
+    for patcher, options in READOUT_PATCHERS.items() for rate in (4, 8, 16, 24, 32)
 }
 
 #: The learned patcher's settings that the readout table's policy ablation compares, one at a
-#: time, under the default readout at R = 8: row label -> ``make_model`` options
+#: time, under the default readout at R = 8: row label -> ``ReinPatchModel`` options
 #: (``patcher_settings``: a new ``LearnedPatcher`` with these density-policy settings, seeded
 #: with the run's seed, trained end to end from the grid as the default one is).
 POLICY_SETTINGS = {
     "kl=0.01": {"kl_coef": 0.01},
-    "kl=0.01, sample_weight=1.0": {"kl_coef": 0.01, "sample_loss_weight": 1.0},
     "G=8": {"group_size": 8},
     "patcher_lr=0.01": {"patcher_lr": 0.01},
-    "warmup=1": {"patcher_warmup": 1},
-    "kl_schedule=linear": {"kl_schedule": "linear"},
     "sigma=1.0": {"patcher_settings": {"density_sigma": 1.0}},
     "sigma=0.25": {"patcher_settings": {"density_sigma": 0.25}},
     "knots=2": {"patcher_settings": {"density_knots": 2}},
@@ -315,35 +248,10 @@ POLICY_SETTINGS = {
 READOUT_MODELS.update({
     f"learned [{label}] R=8": {
         **reinpatch(["learned", "policy_ablation", "copy+skip", "R=8"], patcher="learned",
-                    compression_rate=8, **READOUTS["copy+skip"], **options),
+                    compression_rate=8, **options),
         "row": {"readout": "copy+skip", "patcher": f"learned [{label}]"}, "reference": "uniform"}
     for label, options in POLICY_SETTINGS.items()
 })
-
-#: The generated-series table's rows run on the flatten head (the backbone of its records).
-BOUNDARY_MODELS = {
-    "uniform": {**reinpatch(["uniform"], patcher="uniform", compression_rate=8, **FLATTEN),
-                "reference": "uniform"},
-    **{policy: {**reinpatch([policy], patcher="learned", policy=policy, compression_rate=8,
-                            **FLATTEN), "reference": "uniform"}
-       for policy in ("offset", "density", "topk")},
-}
-
-#: The synthetic tasks' variants: ``make_network`` options beside the task's own network.
-SYNTHETIC_VARIANTS = {
-    "uniform": {"patcher": "uniform", "policy": "offset"},
-    "random": {"patcher": "random", "policy": "offset"},
-    "offset": {"patcher": "learned", "policy": "offset"},
-    "density": {"patcher": "learned", "policy": "density"},
-    # the spike test's setting (tests/nn/test_grpg_learns.py)
-    "density [sigma 1]": {"patcher": "learned", "policy": "density",
-                          "patcher_options": {"density_knots": 4, "density_sigma": 1.0}},
-    "topk": {"patcher": "learned", "policy": "topk"},
-}
-#: The synthetic table's networks read the tokens with the flatten head (its records' head).
-SYNTHETIC_MODELS = {name: {"family": "network", "kwargs": {**kwargs, **FLATTEN}, "tags": [name],
-                           "reference": "uniform"} for name, kwargs in SYNTHETIC_VARIANTS.items()}
-
 
 def _decay(gamma: float, **options: Any) -> dict[str, Any]:
     """Options of a learning rate multiplied by ``gamma`` after every epoch."""
@@ -352,7 +260,7 @@ def _decay(gamma: float, **options: Any) -> dict[str, Any]:
 
 #: The recipe validation picked (the package's defaults).
 RECIPE = "Adam, lr x0.8 an epoch, dropout 0.2"
-#: Training recipes of the default model (learned patcher, R = 8): row -> ``make_model``
+#: Training recipes of the default model (learned patcher, R = 8): row -> ``ReinPatchModel``
 #: options. ``optimizer_cls`` and ``lr_scheduler_cls`` name classes of ``torch.optim`` and
 #: ``torch.optim.lr_scheduler`` (records hold names); darts steps a scheduler once an epoch.
 RECIPES = {
@@ -362,6 +270,15 @@ RECIPES = {
     "dropout 0.2, EMA warmup": {"dropout": 0.2, "ema": {"decay": 0.995, "warmup": 10}},
     "Adam, constant lr, EMA warmup, uniform patches": {"patcher": "uniform",
                                                        "ema": {"decay": 0.995, "warmup": 10}},
+    # the default recipe on the narrow network a long lookback asks for
+    "Adam, constant lr, EMA warmup, R=16, d_model 32": {
+        "compression_rate": 16, "d_model": 32, "ema": {"decay": 0.995, "warmup": 10}},
+    "Adam, constant lr, EMA warmup, R=16, d_model 32, uniform patches": {
+        "compression_rate": 16, "d_model": 32, "patcher": "uniform",
+        "ema": {"decay": 0.995, "warmup": 10}},
+    # sktime's fit has no validation: how far do the epochs after the 20th move the average
+    "Adam, constant lr, EMA warmup, 30 epochs, no early stopping": {
+        "ema": {"decay": 0.995, "warmup": 10}, "epochs": 30, "patience": 30},
     "Adam, lr x0.5 an epoch": _decay(0.5),
     "Adam, lr x0.8 an epoch": _decay(0.8), "Adam, lr 3e-4": {"lr": 3e-4},
     "AdamW (weight decay 0.05)": {"optimizer_cls": "AdamW",
@@ -387,27 +304,17 @@ RECIPES = {
         ("R=16, d_model 16, dropout 0.3, EMA", {"compression_rate": 16, "d_model": 16,
                                                 "dropout": 0.3, "ema": 0.995}),
         ("R=16, EMA", {"compression_rate": 16, "ema": 0.995}),
-        *((f"R={r}, head over the last 96 steps", {"compression_rate": r, "head_steps": 96})
-          for r in (8, 16)),
-        ("R=16, query readout", {"compression_rate": 16, "readout": "query",
-                                 "readout_skip": False}),
         # every epoch of the budget, early stopping off: its validation curve shows what any
         # patience would have picked
         ("patience 10", {"patience": 10}),
         # a fit without validation keeps its last epoch: how far do later epochs move it
         ("30 epochs, no early stopping", {"epochs": 30, "patience": 30}),
         ("R=16, d_model 32, patience 10", {"compression_rate": 16, "d_model": 32,
-                                           "patience": 10}),
-        # the long lookback at long horizons, one difference from PatchTST at a time
-        ("R=16, d_model 32, uniform patches, no step skip",
-         {"compression_rate": 16, "d_model": 32, "patcher": "uniform", "readout_skip": False})]},
+                                           "patience": 10})]},
     # PatchTST's training: a constant 1e-4, batch 128, more epochs
     "Adam 1e-4, batch 128, 30 epochs, R=16, d_model 32, uniform patches": {
         "lr": 1e-4, "batch_size": 128, "epochs": 30, "dropout": 0.2, "compression_rate": 16,
         "d_model": 32, "patcher": "uniform"},
-    "Adam 1e-4, batch 128, 30 epochs, R=16, d_model 32, uniform patches, no step skip": {
-        "lr": 1e-4, "batch_size": 128, "epochs": 30, "dropout": 0.2, "compression_rate": 16,
-        "d_model": 32, "patcher": "uniform", "readout_skip": False},
 }
 #: Options of a recipe row that replace its budget's (``run.py`` puts them in the training).
 TRAINING_OVERRIDES = ("patience", "epochs", "batch_size")
@@ -484,7 +391,7 @@ EXPERIMENTS: dict[str, dict[str, Any]] = {
         "models": LTSF_MODELS,
         "default_models": ["repeat", "learned", "uniform", "random", "volatility", *PEERS],
         "patch_stats": ["learned", "learned_tuned", "learned_init", "learned_l2", "foundation",
-                        "offset", "topk", "price", "price_foundation"]},
+                        "price", "price_foundation"]},
     "events": {
         "kind": "forecast", "data": "events", "datasets": ["EPF_FR_BE", "vic_elec"],
         "horizons": {"EPF_FR_BE": [24], "vic_elec": [48, 336]},
@@ -495,11 +402,6 @@ EXPERIMENTS: dict[str, dict[str, Any]] = {
         "default_models": ["learned", "learned_tuned", "uniform", "naive", "repeat", *PEERS,
                            "tide"],
         "patch_stats": ["learned", "learned_tuned", "price", "price_foundation"]},
-    "covariates": {
-        "kind": "forecast", "data": "covariates", "datasets": ["ETTh1"], "horizons": [96, 336],
-        "lookback": 96, "settings": ["target", "load", "load+calendar"], "seeds": [0],
-        "budget": "reduced", "models": COVARIATE_MODELS,
-        "default_models": ["learned", "uniform", "tide", "tsmixer", "repeat"]},
     "compression": {
         "kind": "forecast", "data": "ltsf", "datasets": ["ETTh1", "ETTm1", "EPF_FR_BE"],
         "default_datasets": ["ETTh1", "ETTm1"], "horizons": [96, 336], "lookback": [96, 512],
@@ -513,19 +415,6 @@ EXPERIMENTS: dict[str, dict[str, Any]] = {
         "models": READOUT_MODELS,
         "default_models": ["uniform", "volatility"], "require": ["R=8"],
         "patch_stats": ["learned", "foundation", "random", "volatility"]},
-    "boundaries": {
-        "kind": "forecast", "data": "generated", "datasets": ["random_walk", "trend_bursts"],
-        "horizons": [24, 48, 96], "lookback": 96, "seeds": [0, 1, 2], "budget": "reduced",
-        "budget_overrides": {"epochs": 6, "max_train_windows": 1024},
-        "generated": {"series": 4, "length": 4000, "data_seed": 0}, "rename": {"dataset": "task"},
-        "models": BOUNDARY_MODELS, "default_models": list(BOUNDARY_MODELS),
-        "patch_stats": list(BOUNDARY_MODELS)},
-    "synthetic": {
-        "kind": "synthetic", "datasets": ["spike", "two_scale"],
-        "levels": {"spike": [1], "two_scale": [1, 2]},
-        "steps": 300, "group_size": 8, "seeds": [0, 1, 2], "models": SYNTHETIC_MODELS,
-        "default_models": {"spike": list(SYNTHETIC_VARIANTS),
-                           "two_scale": ["uniform", "offset", "density", "topk"]}},
     "recipe": {
         "kind": "forecast", "data": "ltsf", "datasets": [*LTSF_DATASETS, "EPF_FR_BE", "vic_elec"],
         "horizons": {**{d: [96] for d in LTSF_DATASETS}, "ETTh1": [96, 720], "EPF_FR_BE": [24],

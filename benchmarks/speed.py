@@ -48,14 +48,17 @@ PREDICT_BATCH = 256
 
 def reinpatch_network(lookback: int, patcher: str = "learned", settings: dict | None = None,
                       d_model: int = 64):
-    """The network at the package's defaults but for ``settings`` (``make_network`` keywords:
-    ``group_size``, ``scored_share``, ``patcher_hidden_size``, ``patcher_layers``)."""
-    from variants import make_network
+    """The network at the package's defaults but for ``settings``: fields of the
+    ``training`` and of the learned ``patcher`` of :class:`ReinPatchConfig`."""
+    from reinpatch_forecast.nn import ReinPatchConfig, ReinPatchNetwork
 
+    settings = settings or {}
     torch.manual_seed(0)
-    return make_network(
+    return ReinPatchNetwork(ReinPatchConfig(
         input_length=lookback, output_length=HORIZON, n_channels=CHANNELS, compression_rate=RATE,
-        patcher=patcher, d_model=d_model, n_heads=4, n_layers=2, **(settings or {}))
+        backbone=dict(d_model=d_model, n_heads=4, n_layers=2),
+        patcher=dict(name=patcher, **settings.get("patcher", {})),
+        training=settings.get("training", {})))
 
 
 def reinpatch(lookback: int, patcher: str = "learned", settings: dict | None = None,
@@ -266,14 +269,15 @@ MODELS = [
     {"name": "learned, the default (patcher 8x3; G=8 for 1/4 of the series)",
      "family": "reinpatch", "patcher": "learned"},
     *({"name": f"learned, G={g} for 1/{parts} of the series", "family": "reinpatch",
-       "patcher": "learned", "settings": {"group_size": g, "scored_share": 1 / parts}}
+       "patcher": "learned",
+       "settings": {"training": {"group_size": g, "scored_share": 1 / parts}}}
       for g, parts in ((8, 16), (8, 8), (4, 4))),
     {"name": "learned, G=8 for every series", "family": "reinpatch", "patcher": "learned",
-     "settings": {"scored_share": 1.0}},
+     "settings": {"training": {"scored_share": 1.0}}},
     {"name": "learned, patcher 32x4, G=4 for every series (a former default)",
      "family": "reinpatch", "patcher": "learned",
-     "settings": {"group_size": 4, "scored_share": 1.0,
-                  "patcher_hidden_size": 32, "patcher_layers": 4}},
+     "settings": {"training": {"group_size": 4, "scored_share": 1.0},
+                  "patcher": {"hidden_size": 32, "n_layers": 4}}},
     {"name": "frozen learned patcher (foundation, zero-shot)", "family": "reinpatch",
      "patcher": "learned", "frozen": True},
     {"name": "darts TSMixer (hidden 64, 2 blocks)", "family": "TSMixer"},

@@ -57,8 +57,6 @@ class Table:
         Column of the reference row's ``<metric>_std`` (``None``: none).
     metric
         The field ratios and picks compare (picks always choose on ``val_mse``).
-    passthrough
-        Records are rows already (measurements without seeds): written as they are.
     defaults
         Values of keys that older records lack (a key added to a table later).
     title
@@ -75,7 +73,6 @@ class Table:
     gap_percent: bool = False
     reference_std: str | None = None
     metric: str = "test_mse"
-    passthrough: bool = False
     defaults: dict[str, Any] = field(default_factory=dict)
     title: str = ""
 
@@ -148,8 +145,6 @@ def _picks(record: dict) -> list[dict]:
 def report_rows(records: Iterable[dict], table: Table) -> list[dict]:
     """The report's rows: seeds aggregated, picked rows added, ratios to reference rows."""
     records = [{**table.defaults, **r} for r in records]
-    if table.passthrough:
-        return [{c: r.get(c) for c in table.columns} for r in records]
     groups = by_identity(records, table)
     rows = {key: aggregate(runs, table) for key, runs in groups.items()}
     hidden: set[tuple] = set()

@@ -62,28 +62,6 @@ def test_event_covariate_roles_and_the_local_calendar(loaded):
     assert epf.covariates("target") == {}
 
 
-def _ett_frame(rows: int = 14400) -> pd.DataFrame:
-    rng = np.random.default_rng(0)
-    index = pd.date_range("2016-07-01", periods=rows, freq="h", name="date")
-    loads = np.cumsum(rng.normal(size=(rows, 6)), axis=0) * 0.1
-    ot = np.roll(loads.sum(axis=1), 1) + 0.1 * rng.normal(size=rows)
-    return pd.DataFrame(np.column_stack([loads, ot]), index=index,
-                        columns=[*_data.ETTH1_LOADS, "OT"])
-
-
-def test_ett_covariates_are_the_scaled_split_columns_and_the_calendar():
-    from reinpatch_forecast.data import prepare_ltsf
-
-    splits = prepare_ltsf(_ett_frame(), "ETTh1", 24, 6)
-    data = _data.ett_covariate_data(splits)
-    assert np.array_equal(data.arrays["val"], splits.val[:, [6]])
-    load = data.covariates("load")["past_covariates"]
-    assert np.array_equal(load.slice_intersect(data.target["test"]).values(), splits.test[:, :6])
-    calendar = data.covariates("load+calendar")["future_covariates"]
-    assert calendar.components.tolist() == ["hour", "day_of_week", "month"]
-    assert calendar.values().min() == 0.0 and calendar.values().max() == 1.0
-
-
 @pytest.mark.parametrize("task", _data.GENERATED)
 def test_generated_series_are_seeded_and_split_in_time(task):
     a = _data.generated_data(task, 96, 3, 1000, data_seed=0).arrays
