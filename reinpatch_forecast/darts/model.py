@@ -357,6 +357,37 @@ def _check_covariate_values(**covariates) -> None:
         check_darts_series(value, name, 1, "a covariate")
 
 
+def _check_training_series(model: "ReinPatchModel", **series: Any) -> None:
+    """Raise a ``ValueError`` if a training or validation series is shorter than one training
+    window or has values that are not finite (darts' message names no fix)."""
+    shift = f" + output_chunk_shift={model.output_chunk_shift}" if model.output_chunk_shift else ""
+    window = (model.input_chunk_length + model.output_chunk_length + model.output_chunk_shift,
+              f"a training window (input_chunk_length={model.input_chunk_length} + "
+              f"output_chunk_length={model.output_chunk_length}{shift})")
+    for name, value in series.items():
+        check_darts_series(value, name, *window, fix="Pass a longer series, or use a "
+                           "smaller input_chunk_length or output_chunk_length.")
+
+
+def _check_covariates_match_training(model: "ReinPatchModel", series: Any,
+                                     **covariates: Any) -> None:
+    """Refuse covariates a model was trained without, and, for a given ``series``, the lack of
+    covariates it was trained with (darts would take the training covariates, which need not
+    match ``series``)."""
+    for kind, given in covariates.items():
+        used = getattr(model, f"uses_{kind}_covariates")
+        if given is not None and not used:
+            raise ReinPatchInputError(
+                f"This model was trained without {kind}_covariates, so it cannot use them: "
+                f"drop {kind}_covariates from predict(), or fit the model with them."
+            )
+        if given is None and used and series is not None:
+            raise ReinPatchInputError(
+                f"This model was trained with {kind}_covariates: pass the {kind}_covariates "
+                f"of `series` to predict() as well."
+            )
+
+
 def _check_lookback(series: Any, length: int, purpose: str) -> None:
     """Raise a ``ValueError`` if a series is shorter than the lookback ``length``, or its last
     ``length`` steps (the window the network reads for ``purpose``) are not finite."""
@@ -581,14 +612,7 @@ class ReinPatchModel(MixedCovariatesTorchModel):
                                 future_covariates=future_covariates,
                                 val_past_covariates=val_past_covariates,
                                 val_future_covariates=val_future_covariates)
-        shift = self.output_chunk_shift
-        shift = f" + output_chunk_shift={shift}" if shift else ""
-        window = (self.input_chunk_length + self.output_chunk_length + self.output_chunk_shift,
-                  f"a training window (input_chunk_length={self.input_chunk_length} + "
-                  f"output_chunk_length={self.output_chunk_length}{shift})")
-        for name, value in (("series", series), ("val_series", val_series)):
-            check_darts_series(value, name, *window, fix="Pass a longer series, or use a "
-                               "smaller input_chunk_length or output_chunk_length.")
+        _check_training_series(self, series=series, val_series=val_series)
         verbose = kwargs.get("verbose", args[1] if len(args) > 1 else None)
         with lightning_output(verbose, self.trainer_params), interruptible(self):
             super().fit(series, past_covariates, future_covariates, val_series,
@@ -618,19 +642,8 @@ class ReinPatchModel(MixedCovariatesTorchModel):
         _check_lookback(series, self.input_chunk_length, "a forecast")
         _check_covariate_values(past_covariates=past_covariates,
                                 future_covariates=future_covariates)
-        for kind, given, used in (("past", past_covariates, self.uses_past_covariates),
-                                  ("future", future_covariates, self.uses_future_covariates)):
-            if given is not None and not used:
-                raise ReinPatchInputError(
-                    f"This model was trained without {kind}_covariates, so it cannot use them: "
-                    f"drop {kind}_covariates from predict(), or fit the model with them."
-                )
-            if given is None and used and series is not None:
-                # darts would take the training covariates, which need not match `series`
-                raise ReinPatchInputError(
-                    f"This model was trained with {kind}_covariates: pass the {kind}_covariates "
-                    f"of `series` to predict() as well."
-                )
+        _check_covariates_match_training(self, series, past=past_covariates,
+                                         future=future_covariates)
         verbose = kwargs.get("verbose", args[2] if len(args) > 2 else None)
         with lightning_output(verbose, self.trainer_params):
             if not args and kwargs.get("trainer") is None:
