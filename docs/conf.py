@@ -63,8 +63,8 @@ html_theme_options = {
 # -- benchmark reports -------------------------------------------------------------------------
 #: The reports the benchmark page may include, in this order; missing ones are left out, and
 #: any other ``*.md`` report found later in the folder is appended.
-BENCHMARK_ORDER = ("ltsf.md", "events.md", "recipe.md", "readout.md", "boundaries.md", "compression.md",
-                   "synthetic.md", "covariates.md", "speed.md", "scaling.md")
+BENCHMARK_ORDER = ("ltsf.md", "events.md", "recipe.md", "readout.md", "compression.md",
+                   "speed.md", "scaling.md")
 BENCHMARK_DIR = ROOT / "benchmarks" / "results"
 
 
