@@ -218,6 +218,11 @@ COMPRESSION_MODELS = {
     for rate, lookbacks in ((4, [96]), (8, [96]), (16, [96, 512]), (32, [96, 512]), (64, [512]))
     for patcher in ("uniform", "learned")
 }
+# the control: patches of random lengths at the same token budget, at the long lookback
+COMPRESSION_MODELS.update({
+    f"random R={rate}": {**reinpatch(["random"], patcher="random", compression_rate=rate),
+                         "row": {"model": "random"}, "lookbacks": [512]}
+    for rate in (16, 32, 64)})
 
 #: The readout table's patchers, under the package's readout (``copy+skip``: the time-aligned
 #: copy readout with its per-step skip; its other readouts are archived with their records).
