@@ -152,7 +152,8 @@ def pretrain_patcher_command(args: argparse.Namespace) -> int:
         result = pretrain_patcher(
             corpus, input_chunk_length=args.lookback, output_chunk_length=args.horizon,
             compression_rate=args.compression_rate, group_size=args.group_size,
-            n_epochs=args.epochs, max_windows_per_series=args.max_windows,
+            scored_share=args.scored_share, n_epochs=args.epochs,
+            max_windows_per_series=args.max_windows,
             kl_coef=args.kl_coef, random_state=args.seed,
             verbose=not args.quiet,
         )

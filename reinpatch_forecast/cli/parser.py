@@ -296,6 +296,10 @@ def build_parser() -> argparse.ArgumentParser:
     pretrain.add_argument("--group-size", type=_positive_int,
                           default=option_default("group_size"), metavar="G",
                           help="GRPG group size (default: %(default)s)")
+    pretrain.add_argument("--scored-share", type=_share,
+                          default=option_default("scored_share"), metavar="S",
+                          help="share of each batch's windows whose group of patchings is "
+                               "scored (default: %(default)s)")
     pretrain.add_argument("--kl-coef", type=_non_negative_float,
                           default=option_default("kl_coef"), metavar="W",
                           help="weight of the KL anchor to the uniform grid (default: "

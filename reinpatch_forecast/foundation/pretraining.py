@@ -114,6 +114,7 @@ def pretrain_patcher(
     output_chunk_length: int = PRETRAINING.output_chunk_length,
     compression_rate: float = option_default("compression_rate"),
     group_size: int = option_default("group_size"),
+    scored_share: float = option_default("scored_share"),
     n_epochs: int = PRETRAINING.n_epochs,
     batch_size: int = PRETRAINING.batch_size,
     max_windows_per_series: int | None = PRETRAINING.max_windows_per_series,
@@ -143,6 +144,9 @@ def pretrain_patcher(
         darts ``TimeSeries``, a pandas ``Series`` or a 1-D array.
     input_chunk_length, output_chunk_length, compression_rate, group_size
         The pretraining task (lookback, horizon, average patch length, GRPG group size).
+    scored_share
+        Share of each batch's windows whose group of patchings is scored by GRPG (the model
+        option of that name; a larger share gives the patcher a less noisy gradient).
     n_epochs, batch_size, learning_rate, kl_coef
         Training settings (the patcher's learning rate is 3x ``learning_rate``).
     max_windows_per_series
@@ -224,7 +228,8 @@ def pretrain_patcher(
     model = ReinPatchModel(
         input_chunk_length=input_chunk_length, output_chunk_length=output_chunk_length,
         compression_rate=compression_rate, patcher="learned", patcher_init=initial,
-        group_size=group_size, kl_coef=kl_coef, d_model=d_model, n_layers=n_layers,
+        group_size=group_size, scored_share=scored_share, kl_coef=kl_coef, d_model=d_model,
+        n_layers=n_layers,
         dropout=PRETRAINING.dropout, batch_size=batch_size, n_epochs=n_epochs,
         optimizer_kwargs={"lr": learning_rate}, ema_decay=None,
         random_state=random_state,
@@ -238,7 +243,8 @@ def pretrain_patcher(
     )
     settings = dict(input_chunk_length=input_chunk_length,
                     output_chunk_length=output_chunk_length, compression_rate=compression_rate,
-                    group_size=group_size, n_epochs=n_epochs, batch_size=batch_size,
+                    group_size=group_size, scored_share=scored_share, n_epochs=n_epochs,
+                    batch_size=batch_size,
                     max_windows_per_series=max_windows_per_series, val_fraction=val_fraction,
                     d_model=d_model, n_layers=n_layers, learning_rate=learning_rate,
                     kl_coef=kl_coef, hidden_size=hidden_size,

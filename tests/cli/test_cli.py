@@ -227,6 +227,8 @@ def test_damaged_and_missing_model_files(workspace, tmp_path, capsys):
          "unrecognized arguments: --uniform-prior"),
         (["pretrain-patcher", "--out", "p.pt", "--entropy-coef", "0.01"],
          "unrecognized arguments: --entropy-coef"),
+        (["pretrain-patcher", "--out", "p.pt", "--scored-share", "1.5"],
+         "--scored-share: expected a number in (0, 1]"),
     ],
 )
 def test_usage_errors_exit_2_with_one_line(argv, message, capsys):
@@ -287,8 +289,29 @@ def test_pretrain_patcher_with_a_kl_coef(tmp_path, monkeypatch, capsys):
     code = main(["pretrain-patcher", "--out", str(out), "--kl-coef", "0.3", "--quiet"])
     assert code == 0, capsys.readouterr().err
     assert (seen["kl_coef"], seen["group_size"]) == (0.3, 8) and "policy" not in seen
+    assert seen["scored_share"] == 0.25  # the model option's default
     assert "uniform_prior" not in seen and "entropy_coef" not in seen
     assert load_patcher(out).policy_name == "density"
+
+
+def test_pretrain_patcher_with_a_scored_share(tmp_path, monkeypatch, capsys):
+    """--scored-share reaches pretrain_patcher (called with a stub: no training)."""
+    from reinpatch_forecast import foundation
+    from reinpatch_forecast.nn import LearnedPatcher
+
+    seen = {}
+
+    def fake_pretrain(corpus, **kwargs):
+        seen.update(kwargs)
+        return foundation.PretrainResult(
+            patcher=LearnedPatcher(hidden_size=4, n_layers=1),
+            history=[], n_series=len(corpus), n_train_windows=0, settings=kwargs)
+
+    monkeypatch.setattr(foundation, "pretrain_patcher", fake_pretrain)
+    code = main(["pretrain-patcher", "--out", str(tmp_path / "p.pt"), "--scored-share", "0.5",
+                 "--quiet"])
+    assert code == 0, capsys.readouterr().err
+    assert seen["scored_share"] == 0.5
 
 
 def test_pretrain_patcher_with_a_missing_data_dir(tmp_path, capsys):

@@ -102,6 +102,22 @@ def test_pretrain_patcher_is_seeded_and_reports_every_epoch():
     assert not _same(_weights(initial), _weights(first.patcher))
 
 
+def test_pretrain_scored_share_reaches_the_model(monkeypatch):
+    from reinpatch_forecast import ReinPatchModel
+
+    built, fit = [], ReinPatchModel.fit
+
+    def recording_fit(self, *args, **kwargs):
+        built.append(self)
+        return fit(self, *args, **kwargs)
+
+    monkeypatch.setattr(ReinPatchModel, "fit", recording_fit)
+    result = _tiny_pretrain(scored_share=0.5, n_epochs=1)
+    assert result.settings["scored_share"] == 0.5
+    assert built[0].model.network.config.training.scored_share == 0.5
+    assert _tiny_pretrain(n_epochs=1).settings["scored_share"] == 0.25  # the model default
+
+
 def test_pretrain_with_another_kl_coef_saves_and_loads(tmp_path):
     result = _tiny_pretrain(kl_coef=0.5, n_epochs=1, group_size=2)
     assert result.patcher.policy_name == "density"
