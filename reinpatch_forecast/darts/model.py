@@ -570,7 +570,13 @@ class ReinPatchModel(MixedCovariatesTorchModel):
         )
         given = self._frozen_patcher_state or self._init_state
         if given is not None:
-            module.network.patcher.load_state_dict(patcher_from_state(given).state_dict())
+            # Rebuilding the given patcher initialises weights that the state then replaces:
+            # drawn from a fork of the global generator, so the data order and dropout masks
+            # stay those of `patcher="uniform"` at the same seed (the network's common random
+            # numbers), and a given patcher that keeps the grid trains exactly as uniform.
+            with torch.random.fork_rng(devices=[]):
+                rebuilt = patcher_from_state(given)
+            module.network.patcher.load_state_dict(rebuilt.state_dict())
         return module
 
     # darts' public hook (False by default): static covariates become a token embedding.

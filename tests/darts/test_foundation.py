@@ -179,6 +179,25 @@ def test_pretrained_patcher_is_frozen_and_trains_without_rollouts(make_model, se
     assert model.predict(6).n_timesteps == 6
 
 
+@pytest.mark.parametrize("argument", ["patcher", "patcher_init"])
+def test_a_given_patcher_that_keeps_the_grid_trains_exactly_as_uniform(make_model, series,
+                                                                       tmp_path, argument):
+    """Common random numbers: rebuilding a given patcher draws nothing from the global
+    generator, so the data order and dropout masks are uniform's at the same seed."""
+    grid = load_pretrained_patcher()
+    with torch.no_grad():
+        grid.output.weight.zero_()  # a constant score: the density is flat, the starts the grid
+    path = tmp_path / "grid.pt"
+    save_patcher(grid, path)
+    uniform = make_model(patcher="uniform", n_epochs=1)
+    uniform.fit(series)
+    given = make_model(**{argument: path}, patcher_lr=0.0, n_epochs=1,
+                       **({"patcher": "learned"} if argument == "patcher_init" else {}))
+    given.fit(series)
+    assert _same(_weights(uniform.model.network.backbone), _weights(given.model.network.backbone))
+    assert np.array_equal(uniform.predict(6).values(), given.predict(6).values())
+
+
 def test_patcher_init_starts_grpg_from_the_pretrained_weights(make_model, series):
     shipped = _weights(load_pretrained_patcher())
     # With the patcher's learning rate at 0 its weights stay where they started.
