@@ -17,7 +17,6 @@ import pytorch_lightning as pl
 import torch
 from pytorch_lightning.callbacks import Callback, WeightAveraging
 from torch import Tensor
-from torch.optim.swa_utils import get_ema_multi_avg_fn
 
 from ..errors import ReinPatchInputError
 
@@ -27,7 +26,7 @@ __all__ = ["WeightEMA", "ema_with_warmup"]
 AverageFn = Callable[[list[Tensor], list[Tensor], Tensor], None]
 
 
-def ema_with_warmup(decay: float, warmup: int) -> AverageFn:
+def ema_with_warmup(decay: float, warmup: int | None) -> AverageFn:
     """An exponential average whose decay grows with the steps averaged, for ``WeightAveraging``.
 
     At the ``n``-th update the decay is ``min(decay, (1 + n) / (warmup + n))``: the average
@@ -35,12 +34,18 @@ def ema_with_warmup(decay: float, warmup: int) -> AverageFn:
     of the first steps instead of holding on to them, and reaches ``decay`` after about
     ``(decay * warmup - 1) / (1 - decay)`` steps (1,790 for 0.995 and 10). A fit of a few
     hundred steps thus averages over a share of its steps rather than a fixed number.
+    ``warmup=None``: the decay is ``decay`` at every update.
+
+    The average keeps the dtype the module had when the fit was set up: Lightning copies the
+    module before its precision plugin converts it (to float64 under ``precision="64"``), so
+    the current weights are cast to the average's dtype.
     """
 
     @torch.no_grad()
     def update(averaged: list[Tensor], current: list[Tensor], n_averaged: Tensor) -> None:
         n = float(n_averaged)
-        step_decay = min(decay, (1.0 + n) / (warmup + n))
+        step_decay = decay if warmup is None else min(decay, (1.0 + n) / (warmup + n))
+        current = [c if c.dtype == a.dtype else c.to(a.dtype) for a, c in zip(averaged, current)]
         torch._foreach_lerp_(averaged, current, 1.0 - step_decay)
 
     return update
@@ -88,10 +93,9 @@ class WeightEMA(Callback):
         self.decay = float(decay)
         self.warmup = warmup
         self._averaging: WeightAveraging | None = None
+        self._validating = False
 
     def _average_fn(self) -> AverageFn:
-        if self.warmup is None:
-            return get_ema_multi_avg_fn(self.decay)
         return ema_with_warmup(self.decay, self.warmup)
 
     # A fresh average for every fit: a second fit of the same model starts its own.
@@ -122,11 +126,21 @@ class WeightEMA(Callback):
                                   pl_module: pl.LightningModule) -> None:
         if self._averaging is not None:
             self._averaging.on_validation_epoch_start(trainer, pl_module)
+            self._validating = True  # the module holds the average, the copy the weights
 
     def on_validation_epoch_end(self, trainer: pl.Trainer,
                                 pl_module: pl.LightningModule) -> None:
         if self._averaging is not None:
             self._averaging.on_validation_epoch_end(trainer, pl_module)
+            self._validating = False
+
+    # An interrupted fit (Ctrl+C, an error) leaves the module with the average, as a finished
+    # one does and as its checkpoints hold.
+    def on_exception(self, trainer: pl.Trainer, pl_module: pl.LightningModule,
+                     exception: BaseException) -> None:
+        if self._averaging is not None and not self._validating:
+            self._averaging.on_train_end(trainer, pl_module)
+        self._averaging, self._validating = None, False
 
     def state_dict(self) -> dict[str, Any]:
         return {} if self._averaging is None else self._averaging.state_dict()

@@ -235,6 +235,17 @@ class _ReinPatchModule(PLForecastingModule):
             )
         return losses.loss
 
+    # The patcher's sampling generator travels with the checkpoints: every fit resumed from one
+    # draws the same samples (a new module would seed it from the global generator's state).
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        super().on_save_checkpoint(checkpoint)
+        checkpoint["reinpatch_sampling"] = self.network.sampling_state()
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        super().on_load_checkpoint(checkpoint)
+        if "reinpatch_sampling" in checkpoint:
+            self.network.load_sampling_state(checkpoint["reinpatch_sampling"])
+
     def _divergence_message(
         self, backbone_loss: torch.Tensor, policy_loss: torch.Tensor, batch_idx: int
     ) -> str:

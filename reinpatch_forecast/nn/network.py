@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Iterator
+from typing import Any
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -143,6 +144,21 @@ class ReinPatchNetwork(nn.Module):
             generator = torch.Generator(device=device).manual_seed(self._sampling_seed)
             self._generators[device] = generator
         return generator
+
+    def sampling_state(self) -> dict[str, Any]:
+        """The seed of the patcher's private generator and its CPU state (a checkpoint keeps
+        them, so every fit resumed from it draws the same samples)."""
+        state: dict[str, Any] = {"seed": self._sampling_seed}
+        cpu = self._generators.get(torch.device("cpu"))
+        if cpu is not None:
+            state["cpu_state"] = cpu.get_state()
+        return state
+
+    def load_sampling_state(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`sampling_state` gave."""
+        self._sampling_seed, self._generators = int(state["seed"]), {}
+        if "cpu_state" in state:
+            self.sampling_generator(torch.device("cpu")).set_state(state["cpu_state"])
 
     def __getstate__(self) -> dict:
         # torch generators do not pickle (deepcopy, sktime's clone): a copy starts its

@@ -261,3 +261,19 @@ def test_processes_and_models_with_default_names_keep_their_own_checkpoints(tmp_
                                       err_msg=run["model_name"])
     names = [run["model_name"] for run in runs]
     assert len(set(names)) == 4, names
+
+
+def test_a_checkpoint_keeps_the_patchers_sampling_generator(make_model):
+    """A module built from a checkpoint draws the patcher's samples where the saved one left
+    off, whatever torch's global generator holds at load: every fit resumed from the same
+    checkpoint then trains the same."""
+    model = make_model(TINY_DARTS, n_epochs=1, save_checkpoints=True, force_reset=True,
+                       model_name="sampling").fit(darts_series(sine_values(120)))
+    expected = model.model.network.sampling_state()
+    for seed in (1, 2):
+        torch.manual_seed(seed)
+        loaded = ReinPatchModel.load_from_checkpoint("sampling", work_dir=model.work_dir,
+                                                     best=False)
+        state = loaded.model.network.sampling_state()
+        assert state["seed"] == expected["seed"]
+        assert torch.equal(state["cpu_state"], expected["cpu_state"])
