@@ -345,6 +345,22 @@ def run_soak(name: str, args: argparse.Namespace) -> None:
     report(name, args.out_dir)
 
 
+def run_panel(name: str, args: argparse.Namespace) -> None:
+    """Time each selected model's predict calls on the panel (``panel.py``) in this process,
+    one record per size; a model already measured at this commit is skipped."""
+    import panel
+
+    experiment, results, code = EXPERIMENTS[name], args.out_dir / f"{name}_runs.jsonl", commit()
+    for model in select_models(experiment, args.models, None):
+        if (model, code) in {(r["model"], r["commit"]) for r in load_jsonl(results)}:
+            continue
+        for row in panel.panel(model):
+            append_jsonl({"experiment": name, "model": model, "seed": 0, **row,
+                          "commit": code, "date": utc_now()}, results)
+            print(f"[{name}] {model} {row}", flush=True)
+    report(name, args.out_dir)
+
+
 # -- command line ------------------------------------------------------------------------------
 
 
@@ -387,8 +403,8 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"--threads must be >= 1, got {args.threads}")
     torch.set_num_threads(args.threads)
     name, experiment = args.experiment, EXPERIMENTS[args.experiment]
-    if experiment["kind"] == "soak":
-        return run_soak(name, args)
+    if experiment["kind"] in ("soak", "panel"):
+        return {"soak": run_soak, "panel": run_panel}[experiment["kind"]](name, args)
     runs = plan(name, args)
     results = args.out_dir / f"{name}_runs.jsonl"
     code = commit()  # the code this process loaded, wherever the branch moves meanwhile

@@ -69,6 +69,15 @@ TABLES: dict[str, Table] = {
               "fds_to", "objects_growth", "leftovers", "forecasts_differ"), std=(), n="runs",
         title="Soak: RSS (MiB) and open descriptors over fit / predict / save / load cycles "
               "(target: under 50 MB RSS growth, no descriptor growth, nothing left behind)"),
+    "panel": Table(
+        keys=("model", "series"),
+        columns=("model", "series", "predict_s", "ms_per_series", "rss_before_mb",
+                 "peak_rss_mb", "fit_s", "line_ms_per_series", "line_fixed_s",
+                 "line_worst_gap_pct", "commit", "date"),
+        mean=("predict_s", "ms_per_series", "rss_before_mb", "peak_rss_mb", "fit_s",
+              "line_ms_per_series", "line_fixed_s", "line_worst_gap_pct"), std=(), n="runs",
+        title="Many-series prediction: one predict call for the first n of 5,000 short series "
+              "(a global model fitted on 200 of them; seconds, MiB)"),
 }
 
 # -- training budgets --------------------------------------------------------------------------
@@ -427,6 +436,10 @@ EXPERIMENTS: dict[str, dict[str, Any]] = {
         "lookback": {**{d: 96 for d in LTSF_DATASETS}, "EPF_FR_BE": 168, "vic_elec": 336},
         "seeds": [0, 1, 2], "budget": "reduced", "models": RECIPE_MODELS,
         "default_models": ["recipe"], "patch_stats": ["recipe"]},
+    "panel": {  # benchmarks/panel.py: ReinPatch at its defaults but a small network, DLinear
+        "kind": "panel", "datasets": ["panel"], "seeds": [0],
+        "models": {"reinpatch": {"family": "reinpatch"}, "dlinear": {"family": "dlinear"}},
+        "default_models": ["reinpatch", "dlinear"]},
     "soak": {  # benchmarks/soak.py: the faces are its models, one process each
         "kind": "soak", "datasets": ["sine"], "seeds": [0], "models": SOAK_FACES,
         "default_models": list(SOAK_FACES),
