@@ -36,10 +36,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _data import DEFAULT_DATA, Data, original_scale_mae  # noqa: E402
 from _protocol import (baseline_predict_fn, decoded_patch_statistics,  # noqa: E402
                        evaluate_windows)
-from specs import (BUDGETS, EXPERIMENTS, PUBLISHED, SUMMARY_MODELS, TABLES,  # noqa: E402
-                   TRAINING_OVERRIDES)
-from tables import (RESULTS, append_jsonl, load_jsonl, write_report,  # noqa: E402
-                    write_summary)
+from specs import (BUDGETS, EXPERIMENTS, PUBLISHED, SUMMARY_FROM_RECIPE,  # noqa: E402
+                   SUMMARY_LABELS, SUMMARY_MODELS, TABLES, TRAINING_OVERRIDES)
+from tables import (RESULTS, append_jsonl, load_jsonl, report_rows,  # noqa: E402
+                    write_report, write_summary)
 
 REPO = Path(__file__).resolve().parents[1]
 #: Fields of a model spec copied into every record of its row.
@@ -367,8 +367,13 @@ def run_panel(name: str, args: argparse.Namespace) -> None:
 def report(name: str, out_dir: Path) -> None:
     rows = write_report(name, TABLES[name], load_jsonl(out_dir / f"{name}_runs.jsonl"), out_dir)
     if name == "ltsf":
-        write_summary(name, rows, SUMMARY_MODELS, PUBLISHED, EXPERIMENTS[name]["horizons"],
-                      out_dir)
+        recipe = [{**row, "model": SUMMARY_FROM_RECIPE[row["model"]]}
+                  for row in report_rows(load_jsonl(out_dir / "recipe_runs.jsonl"),
+                                         TABLES["recipe"])
+                  if row["model"] in SUMMARY_FROM_RECIPE]
+        rows = [{**row, "model": SUMMARY_LABELS.get(row["model"], row["model"])} for row in rows]
+        write_summary(name, [*rows, *recipe], SUMMARY_MODELS, PUBLISHED,
+                      EXPERIMENTS[name]["horizons"], out_dir)
     print(f"[{name}] {len(rows)} rows: {out_dir / (name + '.csv')}")
 
 

@@ -390,7 +390,20 @@ SOAK_FACES = {
         "interpreter); nothing left behind, forecasts identical")}},
 }
 
-SUMMARY_MODELS = ("learned", "uniform R=8", "learned (L by validation)",
+#: Rows of the recipe table the LTSF summary shows, under the names it gives them: the package's
+#: default recipe (its own experiment, the recipe search's), learned and uniform.
+SUMMARY_FROM_RECIPE = {
+    "Adam, constant lr, EMA warmup": "learned (default recipe)",
+    "Adam, constant lr, EMA warmup, uniform patches": "uniform (default recipe)",
+    "Adam, constant lr, EMA warmup, R=16, d_model 32": "learned (default recipe, R=16, d_model 32)",
+    "Adam, constant lr, EMA warmup, R=16, d_model 32, uniform patches":
+        "uniform (default recipe, R=16, d_model 32)"}
+#: LTSF rows the summary names by the recipe they trained with (constant rate, dropout 0.1, no
+#: weight average: the package's defaults when they ran).
+SUMMARY_LABELS = {"learned": "learned (no weight average)",
+                  "uniform R=8": "uniform (no weight average)"}
+SUMMARY_MODELS = (*SUMMARY_FROM_RECIPE.values(), *SUMMARY_LABELS.values(),
+                  "learned (L by validation)",
                   "uniform (L by validation)", "patchtst", "patchtst (lr=0.0001, 30 epochs)",
                   "patchtst (L by validation)", "dlinear", "tsmixer", "repeat")
 
