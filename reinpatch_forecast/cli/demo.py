@@ -261,9 +261,8 @@ def spike_network(patcher: str, density_sigma: float = 1.0,
     settings, but for the density policy's exploration scale ``density_sigma`` and no instance
     normalisation (each window is already centred noise). A spike is one step of a 96-step
     window: the policy finds it faster when it searches wide (measured with the default
-    patcher and GRPG settings, 200 steps, seeds 0-2, one or two torch threads: test MSE
-    0.35-0.49 at ``density_sigma=1``; uniform patches 0.91-1.00;
-    ``benchmarks/results/patcher_size.md``).
+    patcher, GRPG and dropout settings, 200 steps, seeds 0-2: test MSE 0.53-0.79 at
+    ``density_sigma=1``; uniform patches 0.91-1.00).
     ``backbone`` holds fields of :class:`~reinpatch_forecast.nn.BackboneConfig` (default
     :data:`SPIKE_BACKBONE`); ``patcher_sizes`` the learned patcher's ``hidden_size``,
     ``n_layers`` or ``kernel_size``, and ``training`` fields of
