@@ -39,7 +39,11 @@ MODEL_OVERRIDES = {
     "load_weights",
     "load_from_checkpoint",
 }
-MODULE_OVERRIDES = {"forward", "training_step"}
+MODULE_OVERRIDES = {
+    "forward", "training_step",
+    # the patcher's sampling generator in the checkpoints (a resumed fit draws the same)
+    "on_save_checkpoint", "on_load_checkpoint",
+}
 
 ADAPTER = Path(reinpatch_forecast.darts.__file__).parent / "_darts_api.py"
 
