@@ -270,13 +270,14 @@ def test_pretrain_patcher_writes_a_loadable_patcher(tmp_path, capsys):
     assert patcher.hidden_size == 8 and patcher.policy_name == "density"
 
 
-def test_pretrain_patcher_with_a_kl_coef(tmp_path, monkeypatch, capsys):
-    """--kl-coef reaches pretrain_patcher (called with a stub: no training)."""
+@pytest.fixture
+def pretrain_arguments(monkeypatch) -> dict:
+    """The keyword arguments the CLI passes ``pretrain_patcher``, which a stub replaces (no
+    training: it returns a small new patcher)."""
     from reinpatch_forecast import foundation
     from reinpatch_forecast.nn import LearnedPatcher
-    from reinpatch_forecast.patcher_io import load_patcher
 
-    seen = {}
+    seen: dict = {}
 
     def fake_pretrain(corpus, **kwargs):
         seen.update(kwargs)
@@ -285,6 +286,14 @@ def test_pretrain_patcher_with_a_kl_coef(tmp_path, monkeypatch, capsys):
             history=[], n_series=len(corpus), n_train_windows=0, settings=kwargs)
 
     monkeypatch.setattr(foundation, "pretrain_patcher", fake_pretrain)
+    return seen
+
+
+def test_pretrain_patcher_with_a_kl_coef(tmp_path, pretrain_arguments, capsys):
+    """--kl-coef reaches pretrain_patcher."""
+    from reinpatch_forecast.patcher_io import load_patcher
+
+    seen = pretrain_arguments
     out = tmp_path / "density.pt"
     code = main(["pretrain-patcher", "--out", str(out), "--kl-coef", "0.3", "--quiet"])
     assert code == 0, capsys.readouterr().err
@@ -294,20 +303,9 @@ def test_pretrain_patcher_with_a_kl_coef(tmp_path, monkeypatch, capsys):
     assert load_patcher(out).policy_name == "density"
 
 
-def test_pretrain_patcher_with_a_scored_share(tmp_path, monkeypatch, capsys):
-    """--scored-share reaches pretrain_patcher (called with a stub: no training)."""
-    from reinpatch_forecast import foundation
-    from reinpatch_forecast.nn import LearnedPatcher
-
-    seen = {}
-
-    def fake_pretrain(corpus, **kwargs):
-        seen.update(kwargs)
-        return foundation.PretrainResult(
-            patcher=LearnedPatcher(hidden_size=4, n_layers=1),
-            history=[], n_series=len(corpus), n_train_windows=0, settings=kwargs)
-
-    monkeypatch.setattr(foundation, "pretrain_patcher", fake_pretrain)
+def test_pretrain_patcher_with_a_scored_share(tmp_path, pretrain_arguments, capsys):
+    """--scored-share reaches pretrain_patcher."""
+    seen = pretrain_arguments
     code = main(["pretrain-patcher", "--out", str(tmp_path / "p.pt"), "--scored-share", "0.5",
                  "--quiet"])
     assert code == 0, capsys.readouterr().err
