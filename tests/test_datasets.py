@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.resources
-import importlib.util
 import shutil
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +30,6 @@ from reinpatch_forecast.data import (
 )
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-HARNESS = Path(__file__).resolve().parents[1] / "benchmarks" / "_data.py"
 L = 96
 
 # README table: rows, n_train / n_val / n_test (target rows), test windows for H = 96..720.
@@ -415,32 +412,3 @@ def test_event_prepare_targets_borders_and_scaling(
         splits.inverse_transform(splits.test), frame[list(targets)].to_numpy()[start:stop],
         rtol=1e-5, atol=1e-2,
     )
-
-
-@pytest.fixture(scope="module")
-def ltsf_harness():
-    """``benchmarks/_data.py`` (the benchmark runner's data loading) imported as a module."""
-    if str(HARNESS.parent) not in sys.path:  # it imports its sibling ``_protocol``
-        sys.path.insert(0, str(HARNESS.parent))
-    spec = importlib.util.spec_from_file_location("ltsf_harness_datasets", HARNESS)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve their module while being created
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_harness_load_splits_keeps_event_targets(
-    ltsf_harness, event_frames: dict[str, pd.DataFrame]
-) -> None:
-    splits = ltsf_harness.load_splits("EPF_FR_BE", 168, 24, str(SHARED_DATA))
-    assert splits.columns == ("BE_price", "FR_price")
-    assert splits.train.shape[1] == splits.val.shape[1] == splits.test.shape[1] == 2
-    assert splits.train.shape[0] == EVENT_EXPECTED["EPF_FR_BE"][4][0]
-    assert ltsf_harness.load_splits("vic_elec", 96, 96, str(SHARED_DATA)).columns == ("demand",)
-
-
-def test_harness_load_splits_keeps_every_ltsf_column(
-    ltsf_harness, frames: dict[str, pd.DataFrame]
-) -> None:
-    splits = ltsf_harness.load_splits("ETTh1", L, 96, str(SHARED_DATA))
-    assert splits.columns == tuple(frames["ETTh1"].columns) and splits.train.shape[1] == 7

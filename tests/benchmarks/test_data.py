@@ -10,6 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from reinpatch_forecast.data import load_ltsf_frame
+
 import _data
 from _protocol import (baseline_predict_fn, evaluate_windows, patch_statistics,
                        seasonal_naive_forecast)
@@ -113,3 +115,20 @@ def test_patch_statistics_of_the_grid_a_skewed_patching_and_an_at_most_budget():
     fewer = patch_statistics(np.array([[0, 16, 32, 32], [0, 8, 16, 24]]), 32)
     assert fewer["tokens_used"] == pytest.approx(3.0)
     assert fewer["grid_distance"] == pytest.approx(0.0)  # [0, 16]: the grid of two patches
+
+
+@needs_data
+def test_load_splits_keeps_event_targets():
+    splits = _data.load_splits("EPF_FR_BE", 168, 24, DATA)
+    assert splits.columns == ("BE_price", "FR_price")
+    assert splits.train.shape[1] == splits.val.shape[1] == splits.test.shape[1] == 2
+    assert splits.train.shape[0] == ROWS["EPF_FR_BE"][1]
+    assert _data.load_splits("vic_elec", 96, 96, DATA).columns == ("demand",)
+
+
+@pytest.mark.skipif(not (Path(DATA) / "ETTh1.csv.gz").is_file(),
+                    reason="ETTh1 is not in shared/data")
+def test_load_splits_keeps_every_ltsf_column():
+    splits = _data.load_splits("ETTh1", 96, 96, DATA)
+    assert splits.columns == tuple(load_ltsf_frame("ETTh1", data_dir=DATA).columns)
+    assert splits.train.shape[1] == 7
