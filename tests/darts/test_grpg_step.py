@@ -41,8 +41,7 @@ def step_and_network_losses(model, series, monkeypatch):
 
 def test_darts_training_step_is_the_network_step(make_model, series, monkeypatch):
     """Same seed and batch: the module's training_step returns the loss of
-    ReinPatchNetwork.training_losses with darts' loss (MSE), and logs nothing else (the
-    benchmarks' policies and readouts: tests/darts/test_variant_models.py)."""
+    ReinPatchNetwork.training_losses with darts' loss (MSE), and logs nothing else."""
     model = make_model(dropout=0.2, n_epochs=1)
     model.fit(series)
     darts_loss, logged, losses = step_and_network_losses(model, series, monkeypatch)
