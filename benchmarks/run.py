@@ -365,15 +365,18 @@ def run_panel(name: str, args: argparse.Namespace) -> None:
 
 
 def report(name: str, out_dir: Path) -> None:
-    rows = write_report(name, TABLES[name], load_jsonl(out_dir / f"{name}_runs.jsonl"), out_dir)
+    """``<name>.csv`` and ``<name>.md``; for ``ltsf`` the markdown is the summary beside
+    published numbers, and its every row goes to ``ltsf_rows.md``."""
+    rows = write_report(name, TABLES[name], load_jsonl(out_dir / f"{name}_runs.jsonl"), out_dir,
+                        markdown="ltsf_rows.md" if name == "ltsf" else None)
     if name == "ltsf":
         recipe = [{**row, "model": SUMMARY_FROM_RECIPE[row["model"]]}
                   for row in report_rows(load_jsonl(out_dir / "recipe_runs.jsonl"),
                                          TABLES["recipe"])
                   if row["model"] in SUMMARY_FROM_RECIPE]
         rows = [{**row, "model": SUMMARY_LABELS.get(row["model"], row["model"])} for row in rows]
-        write_summary(name, [*rows, *recipe], SUMMARY_MODELS, PUBLISHED,
-                      EXPERIMENTS[name]["horizons"], out_dir)
+        write_summary(name, "LTSF benchmark", [*rows, *recipe], SUMMARY_MODELS, PUBLISHED,
+                      EXPERIMENTS[name]["horizons"], out_dir, rows_file="ltsf_rows.md")
     print(f"[{name}] {len(rows)} rows: {out_dir / (name + '.csv')}")
 
 

@@ -213,16 +213,17 @@ def markdown_table(rows: Sequence[dict], columns: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
-def write_report(name: str, table: Table, records: Iterable[dict],
-                 out_dir: Path = RESULTS) -> list[dict]:
-    """``<name>.csv`` and ``<name>.md`` from the records; returns the rows."""
+def write_report(name: str, table: Table, records: Iterable[dict], out_dir: Path = RESULTS,
+                 markdown: str | None = None) -> list[dict]:
+    """``<name>.csv`` and its markdown table (``markdown``, default ``<name>.md``) from the
+    records; returns the rows."""
     rows = report_rows(records, table)
     write_csv(out_dir / f"{name}.csv", rows, table.columns)
     shown = [c for c in table.columns if c not in ("commit", "date")]
     text = (f"# {table.title or name}\n\nRows of `{name}.csv`, built from `{name}_runs.jsonl` "
             "by `python benchmarks/run.py report` (each row's commit and date are in the "
             "CSV).\n\n" + markdown_table(rows, shown) + "\n")
-    (out_dir / f"{name}.md").write_text(text)
+    (out_dir / (markdown or f"{name}.md")).write_text(text)
     return rows
 
 
@@ -260,13 +261,15 @@ def summary_rows(rows: Sequence[dict], models: Sequence[str],
     return out
 
 
-def write_summary(name: str, rows: Sequence[dict], models: Sequence[str],
+def write_summary(name: str, title: str, rows: Sequence[dict], models: Sequence[str],
                   published: dict[str, tuple[str, dict]], horizons: Sequence[int],
-                  out_dir: Path = RESULTS) -> None:
-    """``<name>_summary.md``: per protocol and dataset, our rows beside published ones."""
+                  out_dir: Path = RESULTS, rows_file: str = "") -> None:
+    """``<name>.md``: per protocol and dataset, our rows beside published ones (every row of
+    ``<name>.csv`` is in ``rows_file``)."""
     columns = ("model", "L", *map(str, horizons), "avg", "seeds")
-    parts = [f"# {name}: test MSE per horizon, ours beside published numbers\n\nBuilt from "
-             f"`{name}.csv` by `python benchmarks/run.py report`. Ours: every test window, the "
+    parts = [f"# {title}: test MSE per horizon, ours beside published numbers\n\nBuilt from "
+             f"`{name}.csv` by `python benchmarks/run.py report`; every row of it, with seed "
+             f"deviations, MAE and epochs, is in `{rows_file}`. Ours: every test window, the "
              "mean over `seeds` seeds (the fewest of the row's horizons); `avg` where all four "
              "horizons ran. Published rows come from other code (design section 4); some "
              "truncated the test set.\n"]
@@ -277,4 +280,4 @@ def write_summary(name: str, rows: Sequence[dict], models: Sequence[str],
             if any("(published)" not in r["model"] for r in table):
                 parts.append(f"\n## {dataset}, {protocol} protocol\n\n"
                              + markdown_table(table, columns) + "\n")
-    (out_dir / f"{name}_summary.md").write_text("".join(parts))
+    (out_dir / f"{name}.md").write_text("".join(parts))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import csv
 import math
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -264,6 +265,18 @@ def test_committed_reports_rebuild_from_their_records(name, tmp_path):
         committed, rebuilt = list(csv.reader(a)), list(csv.reader(b))
     assert committed[0] == rebuilt[0] == list(specs.TABLES[name].columns)
     assert committed == rebuilt
+
+
+def test_ltsf_md_is_the_summary_beside_published_numbers_and_ltsf_rows_md_every_row(tmp_path):
+    """The committed LTSF reports are what ``run.py report`` makes of the committed records
+    (the summary takes the default recipe's rows from the recipe records)."""
+    for name in ("ltsf", "recipe"):
+        shutil.copy(RESULTS / f"{name}_runs.jsonl", tmp_path)
+    runner.report("ltsf", tmp_path)
+    for report in ("ltsf.md", "ltsf_rows.md"):
+        assert (tmp_path / report).read_text() == (RESULTS / report).read_text(), report
+    summary = (tmp_path / "ltsf.md").read_text()
+    assert "## ETTh1, full protocol" in summary and "(published) |" in summary
 
 
 # -- specs -------------------------------------------------------------------------------------
