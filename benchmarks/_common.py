@@ -1,20 +1,59 @@
-"""Helpers of the timing scripts (``speed.py``, ``scaling.py``): the commit and date stamp,
-median timing, and their CSV and markdown files."""
+"""Helpers the benchmark scripts share: the commit and date stamp, the process's memory, a
+measurement in a fresh process, median timing, and CSV and markdown files."""
 
 from __future__ import annotations
 
+import datetime as dt
+import json
+import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-BENCHMARKS = Path(__file__).resolve().parent
-if str(BENCHMARKS) not in sys.path:
-    sys.path.insert(0, str(BENCHMARKS))
+from tables import RESULTS, write_csv as write_table_csv  # noqa: F401
 
-from run import commit as git_commit, utc_now  # noqa: E402,F401
-from tables import RESULTS, write_csv as write_table_csv  # noqa: E402,F401
+REPO = Path(__file__).resolve().parents[1]
+
+
+def git_commit() -> str:
+    """Short hash of ``HEAD``, naming uncommitted changes to the package or the benchmarks."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, text=True,
+                              capture_output=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "reinpatch_forecast",
+                                "benchmarks/*.py"], cwd=REPO, text=True, capture_output=True,
+                               check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + (" + uncommitted changes" if dirty else "")
+
+
+
+def utc_now() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def status_mb(*fields: str) -> dict[str, float]:
+    """Fields of ``/proc/self/status`` given in kB (``VmRSS``, ``VmHWM``, ...), in MiB."""
+    lines = Path("/proc/self/status").read_text().splitlines()
+    found = dict(line.split(":", 1) for line in lines if ":" in line)
+    return {field: int(found[field].split()[0]) / 1024 for field in fields}
+
+
+def run_child(script: str, spec: dict, env: dict[str, str] | None = None, **flags) -> dict:
+    """``script --one SPEC --flag value ...`` in a fresh Python process (``env`` added to this
+    one's); the JSON of the last line it prints."""
+    argv = [sys.executable, script, "--one", json.dumps(spec)]
+    for flag, value in flags.items():
+        argv += [f"--{flag}", str(value)]
+    result = subprocess.run(argv, capture_output=True, text=True,
+                            env={**os.environ, **env} if env else None)
+    if result.returncode != 0:
+        raise RuntimeError(f"{spec} failed:\n{result.stderr[-3000:]}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def median_seconds(step: Callable[[], object], repeats: int, warmup: int = 2) -> float:
@@ -40,5 +79,7 @@ def write_csv(path: Path, rows: Iterable[dict], fields: Sequence[str],
 
 
 def write_markdown(path: Path, lines: Sequence[str]) -> None:
+    """The lines as one markdown file, also printed."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
+    print(path.read_text())

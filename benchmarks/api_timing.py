@@ -158,7 +158,6 @@ def main(argv: list[str] | None = None) -> None:
          f"{r['forecasts']:,} | {r['model']} | {r['fit_s']:.2f} | {r['fit_x_uniform']:.2f} | "
          f"{r['forecast_s']:.2f} | {r['forecast_x_uniform']:.2f} |" for r in rows]
     write_markdown(args.out_dir / f"{stem}.md", lines)
-    print((args.out_dir / f"{stem}.md").read_text())
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from run import commit, utc_now  # noqa: E402
+from _common import git_commit, utc_now  # noqa: E402
 from specs import EXPERIMENTS  # noqa: E402
 from tables import RESULTS, load_jsonl, markdown_table, write_csv  # noqa: E402
 
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> None:
     if not scores:
         raise SystemExit("no cell has records of every candidate")
     rows = leave_one_out(scores, args.candidates)
-    stamp = {"commit": commit(), "date": utc_now(), "protocol": args.protocol}
+    stamp = {"commit": git_commit(), "date": utc_now(), "protocol": args.protocol}
     rows = [{**row, **stamp} for row in rows]
     columns = ("left_out", "chosen_on_the_others", "best_on_it", "gap_pct", "holds",
                "protocol", "commit", "date")

@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from _common import status_mb
+
 SERIES, FIT_SAMPLE, SIZES, REPEATS = 5_000, 200, (500, 1_000, 2_500, 5_000), 5
 LOOKBACK, HORIZON = 24, 6
 
@@ -58,13 +60,6 @@ def build(model: str, seed: int = 0):
     return ReinPatchModel(d_model=16, n_layers=1, compression_rate=4, **common)
 
 
-def _status_mb(field: str) -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError(f"no {field} in /proc/self/status")
-
-
 def panel(model: str, seed: int = 0) -> list[dict[str, Any]]:
     """Fit ``model`` on the panel's sample and time its predict calls; one row per size."""
     from reinpatch_forecast._lightning import quiet_lightning
@@ -88,7 +83,7 @@ def _time_predict(model, series: list) -> dict[str, float]:
     them and the peak RSS of the last one."""
     call = dict(n=HORIZON, series=series, batch_size=512, verbose=False)
     model.predict(**call)
-    rss_before, times = _status_mb("VmRSS"), []
+    rss_before, times = status_mb("VmRSS")["VmRSS"], []
     for _ in range(REPEATS):
         Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM to the current RSS
         started = time.perf_counter()
@@ -96,4 +91,4 @@ def _time_predict(model, series: list) -> dict[str, float]:
         times.append(time.perf_counter() - started)
     return {"series": len(series), "predict_s": min(times),
             "ms_per_series": 1000 * min(times) / len(series), "rss_before_mb": rss_before,
-            "peak_rss_mb": _status_mb("VmHWM")}
+            "peak_rss_mb": status_mb("VmHWM")["VmHWM"]}

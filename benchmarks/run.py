@@ -17,13 +17,11 @@ python benchmarks/run.py report                                 # rebuild every 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import hashlib
 import importlib
 import json
 import math
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -33,7 +31,8 @@ from pytorch_lightning.callbacks import Callback
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _data import DEFAULT_DATA, Data, original_scale_mae  # noqa: E402
+from _common import git_commit, utc_now  # noqa: E402
+from _data import DEFAULT_DATA, Data, event_data, ltsf_data, original_scale_mae  # noqa: E402
 from _protocol import (baseline_predict_fn, decoded_patch_statistics,  # noqa: E402
                        evaluate_windows)
 from specs import (BUDGETS, EXPERIMENTS, PUBLISHED, SUMMARY_FROM_RECIPE,  # noqa: E402
@@ -41,26 +40,8 @@ from specs import (BUDGETS, EXPERIMENTS, PUBLISHED, SUMMARY_FROM_RECIPE,  # noqa
 from tables import (RESULTS, append_jsonl, load_jsonl, report_rows,  # noqa: E402
                     write_report, write_summary)
 
-REPO = Path(__file__).resolve().parents[1]
 #: Fields of a model spec copied into every record of its row.
 ROW_FIELDS = ("pick", "reference")
-
-
-def commit() -> str:
-    """Short hash of ``HEAD``, naming uncommitted changes to the package or the benchmarks."""
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, text=True,
-                              capture_output=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "reinpatch_forecast",
-                                "benchmarks/*.py"], cwd=REPO, text=True, capture_output=True,
-                               check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return head + (" + uncommitted changes" if dirty else "")
-
-
-def utc_now() -> str:
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def run_key(run: dict[str, Any]) -> str:
@@ -179,12 +160,8 @@ def shipped_patcher() -> str:
 
 
 def load_data(experiment: dict, run: dict, data_dir: str) -> Data:
-    import _data
-
-    dataset, lookback, horizon = run["dataset"], run["lookback"], run["horizon"]
-    if experiment["data"] == "events":
-        return _data.event_data(dataset, lookback, horizon, data_dir)
-    return _data.ltsf_data(dataset, lookback, horizon, data_dir)
+    load = event_data if experiment["data"] == "events" else ltsf_data
+    return load(run["dataset"], run["lookback"], run["horizon"], data_dir)
 
 
 class ValidationCurve(Callback):
@@ -314,7 +291,7 @@ def record_of(run: dict, measured: dict, experiment: dict,
     row.update(spec.get("row", {}))
     return {**row, "seed": run["seed"], **measured,
             **{k: spec[k] for k in ROW_FIELDS if k in spec},
-            "commit": code or commit(), "date": utc_now(), "key": run_key(run), "run": run}
+            "commit": code or git_commit(), "date": utc_now(), "key": run_key(run), "run": run}
 
 
 def is_recorded(run: dict, name: str, records: list[dict]) -> bool:
@@ -327,37 +304,33 @@ def is_recorded(run: dict, name: str, records: list[dict]) -> bool:
                         + (r.get("seed"),) for r in records}
 
 
-def run_soak(name: str, args: argparse.Namespace) -> None:
-    """Soak each selected face (``soak.py``) in this process, one record per face; a face
-    already soaked for as many cycles at this commit is skipped (a stopped command resumes)."""
+def run_in_process(name: str, args: argparse.Namespace) -> None:
+    """Soak each selected face (``soak.py``, one record a face) or time each selected model's
+    predict calls on the panel (``panel.py``, one record a size) in this process; what this
+    commit has measured (a soak: for as many cycles) is skipped, so a stopped command resumes."""
+    import panel
     import soak
 
-    experiment, results, code = EXPERIMENTS[name], args.out_dir / f"{name}_runs.jsonl", commit()
-    for face in select_models(experiment, args.models, None):
-        cycles = args.cycles or experiment["cycles"][face]
-        if (face, cycles, code) in {(r["face"], r["cycles"], r["commit"])
-                                    for r in load_jsonl(results)}:
-            continue
-        measured = soak.soak(face, cycles, experiment["every"][face],
-                             experiment["from_cycle"][face], args.threads)
-        append_jsonl({"experiment": name, "face": face, **experiment["models"][face]["row"],
-                      "seed": 0, **measured, "commit": code, "date": utc_now()}, results)
-    report(name, args.out_dir)
-
-
-def run_panel(name: str, args: argparse.Namespace) -> None:
-    """Time each selected model's predict calls on the panel (``panel.py``) in this process,
-    one record per size; a model already measured at this commit is skipped."""
-    import panel
-
-    experiment, results, code = EXPERIMENTS[name], args.out_dir / f"{name}_runs.jsonl", commit()
+    experiment, code = EXPERIMENTS[name], git_commit()
+    results = args.out_dir / f"{name}_runs.jsonl"
+    soaking = experiment["kind"] == "soak"
+    key = "face" if soaking else "model"
     for model in select_models(experiment, args.models, None):
-        if (model, code) in {(r["model"], r["commit"]) for r in load_jsonl(results)}:
+        cycles = (args.cycles or experiment["cycles"][model]) if soaking else None
+        if (model, cycles, code) in {(r[key], r.get("cycles"), r["commit"])
+                                     for r in load_jsonl(results)}:
             continue
-        for row in panel.panel(model):
-            append_jsonl({"experiment": name, "model": model, "seed": 0, **row,
+        if soaking:
+            measured = [soak.soak(model, cycles, experiment["every"][model],
+                                  experiment["from_cycle"][model], args.threads)]
+        else:
+            measured = panel.panel(model)
+        described = experiment["models"][model].get("row", {})  # a face: what a cycle does
+        for row in measured:
+            append_jsonl({"experiment": name, key: model, **described, "seed": 0, **row,
                           "commit": code, "date": utc_now()}, results)
-            print(f"[{name}] {model} {row}", flush=True)
+            shown = {k: v for k, v in row.items() if k != "samples"}
+            print(f"[{name}] {model} {shown}", flush=True)
     report(name, args.out_dir)
 
 
@@ -412,10 +385,10 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(args.threads)
     name, experiment = args.experiment, EXPERIMENTS[args.experiment]
     if experiment["kind"] in ("soak", "panel"):
-        return {"soak": run_soak, "panel": run_panel}[experiment["kind"]](name, args)
+        return run_in_process(name, args)
     runs = plan(name, args)
     results = args.out_dir / f"{name}_runs.jsonl"
-    code = commit()  # the code this process loaded, wherever the branch moves meanwhile
+    code = git_commit()  # the code this process loaded, wherever the branch moves meanwhile
     data: dict[tuple, Data] = {}
 
     def recorded(run: dict) -> bool:

@@ -1,25 +1,11 @@
 """Long windows: how the cost of ``ReinPatchModel`` grows with the lookback ``L``.
 
 For ``L`` in 96, 512, 1024, 2048, 4096, compression rates ``R`` = 8 and 32 (``N = ceil(L / R)``
-tokens) and the uniform and learned patchers (the default density policy, ``G = 4``), one fresh
-process per configuration builds the model the way a user does, ``ReinPatchModel(
-input_chunk_length=L, compression_rate=R, patcher=..., ...)``, and measures
-
-- **train step**: darts' ``fit`` for one epoch over a series that gives exactly ``warm-up +
-  repeats`` full batches; a Lightning callback times each batch from ``on_train_batch_start``
-  to ``on_train_batch_end`` (forward, backward and optimizer step of the module's
-  ``training_step``; no data loading), and the median of the batches after the warm-up ones
-  is reported;
-- **predict**: one ``model.predict(H, series=[8 series])`` call (darts' whole path: dataset,
-  trainer, one batch), median of the repeats after a warm-up call;
-- **forward**: the fitted network's forward on one batch of 8 windows under
-  ``torch.inference_mode`` (what ``predict`` runs inside darts), split with hooks into the
-  patcher's ``decode_starts``, the attention (every ``SelfAttention`` of the encoder, over the
-  ``N`` tokens) and the rest (normalisation, tokeniser, feed-forward, the time-aligned readout
-  and the head over the ``L`` steps);
-- **memory**: the process's peak resident set (``VmHWM``, which starts afresh at exec, so a
-  fork from this script's small parent does not count) and its growth over the RSS after the
-  imports, before the model is built.
+tokens) and the uniform and learned patchers, one fresh process per configuration builds the
+model the way a user does (``ReinPatchModel(input_chunk_length=L, compression_rate=R,
+patcher=...)``) and measures darts' training step, one ``predict`` call, the network's forward
+split into the patcher's decode, the attention and the rest, and the process's peak memory
+(:func:`measure`; the report says how each is timed).
 
 The growth exponent of each time is the least-squares slope of ``log(time)`` on ``log(L)`` at
 fixed ``R`` and patcher (``t ~ c L^k``), over all lookbacks and over the three longest (where
@@ -51,7 +37,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import RESULTS, git_commit, utc_now, write_csv, write_markdown  # noqa: E402
+from _common import (RESULTS, git_commit, run_child, status_mb, utc_now,  # noqa: E402
+                     write_csv, write_markdown)
 from tables import markdown_table  # noqa: E402
 
 LOOKBACKS = (96, 512, 1024, 2048, 4096)
@@ -66,13 +53,6 @@ FIELDS = ["patcher", "rate", "lookback", "tokens", "params", *TIMES, "peak_rss_m
 
 
 # -- the measurement of one configuration (in its own process) ---------------------------------
-
-
-def vm_status() -> dict[str, float]:
-    """``VmRSS`` and ``VmHWM`` of this process, in MiB."""
-    lines = Path("/proc/self/status").read_text().splitlines()
-    fields = dict(line.split(":", 1) for line in lines if ":" in line)
-    return {key: int(fields[key].split()[0]) / 1024 for key in ("VmRSS", "VmHWM")}
 
 
 def sine_series(length: int, count: int = 1, seed: int = 0) -> list:
@@ -162,8 +142,11 @@ def split_forward(network, x, repeats: int, warmup: int) -> dict[str, float]:
 
 
 def measure(spec: dict, repeats: int, warmup: int) -> dict:
-    """Every measure of one configuration ``{"patcher", "rate", "lookback"}``; run it in a
-    fresh process (its peak RSS is the configuration's)."""
+    """Every measure of one configuration ``{"patcher", "rate", "lookback"}``, run in a fresh
+    process (``VmHWM`` starts afresh at exec: the peak RSS is the configuration's). Train step:
+    the median of the batches of darts' one-epoch ``fit`` after ``warmup`` (forward, backward,
+    optimizer step; no data loading); predict: one ``predict`` of ``BATCH`` series, median of
+    ``repeats`` after a warm-up call; forward: :func:`split_forward`."""
     import torch
 
     from reinpatch_forecast import ReinPatchModel
@@ -171,7 +154,7 @@ def measure(spec: dict, repeats: int, warmup: int) -> dict:
 
     lookback, rate = spec["lookback"], spec["rate"]
     steps = warmup + repeats
-    imported = vm_status()["VmRSS"]
+    imported = status_mb("VmRSS")["VmRSS"]
     STEP_SECONDS.clear()
     with quiet_lightning():
         model = ReinPatchModel(
@@ -198,7 +181,7 @@ def measure(spec: dict, repeats: int, warmup: int) -> dict:
     network = model.model.network
     x = torch.stack([torch.from_numpy(s.values()) for s in windows])  # (B, L, 1)
     parts = split_forward(network, x, repeats, warmup=1)
-    memory = vm_status()
+    memory = status_mb("VmRSS", "VmHWM")
     return {
         **spec,
         "tokens": network.config.n_patches,
@@ -210,19 +193,6 @@ def measure(spec: dict, repeats: int, warmup: int) -> dict:
         "rss_growth_mb": memory["VmHWM"] - imported,
         "threads": torch.get_num_threads(),
     }
-
-
-def measure_in_subprocess(spec: dict, repeats: int, warmup: int, threads: int) -> dict:
-    """:func:`measure` in a fresh Python process (``--one``); its JSON result."""
-    env_threads = {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
-    result = subprocess.run(
-        [sys.executable, __file__, "--one", json.dumps(spec), "--repeats", str(repeats),
-         "--warmup", str(warmup), "--threads", str(threads)],
-        capture_output=True, text=True, env={**os.environ, **env_threads},
-    )
-    if result.returncode != 0:
-        raise RuntimeError(f"{spec} failed:\n{result.stderr[-3000:]}")
-    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 # -- growth exponents (pure) -------------------------------------------------------------------
@@ -364,7 +334,6 @@ def write(rows: list[dict], command: str, threads: int, machine: str, out_dir: P
             for e in found], ["patcher", "R", *TIMES]),
     ]
     write_markdown(out_dir / "scaling.md", lines)
-    print((out_dir / "scaling.md").read_text())
     return found
 
 
@@ -411,7 +380,9 @@ def main(argv: list[str] | None = None) -> None:
              for r in args.rates for n in args.lookbacks]
     for spec in specs:
         began = time.perf_counter()
-        row = measure_in_subprocess(spec, args.repeats, args.warmup, args.threads)
+        row = run_child(__file__, spec, env={"OMP_NUM_THREADS": str(args.threads),
+                                             "MKL_NUM_THREADS": str(args.threads)},
+                        repeats=args.repeats, warmup=args.warmup, threads=args.threads)
         rows.append(row)
         print(f"[scaling] {spec['patcher']} R={spec['rate']} L={spec['lookback']}: train step "
               f"{row['train_step_ms']:.1f} ms, predict {row['predict_ms']:.1f} ms, forward "

@@ -37,6 +37,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from _common import status_mb
+
 #: The model of every cycle (tests/support.py's TINY_DARTS; a benchmark does not import tests).
 TINY = dict(input_chunk_length=12, output_chunk_length=3, compression_rate=3, group_size=2,
             d_model=8, n_heads=1, n_layers=1, dropout=0.0, resample_points=4, batch_size=16,
@@ -62,10 +64,7 @@ def sine() -> "Any":
 def measure(cycle: int) -> dict[str, Any]:
     """RSS (MiB), open descriptors and tracked objects after a garbage collection."""
     gc.collect()
-    status = Path("/proc/self/status").read_text()
-    rss_kb = next(int(line.split()[1]) for line in status.splitlines()
-                  if line.startswith("VmRSS:"))
-    return {"cycle": cycle, "rss_mb": round(rss_kb / 1024, 1),
+    return {"cycle": cycle, "rss_mb": round(status_mb("VmRSS")["VmRSS"], 1),
             "fds": len(os.listdir("/proc/self/fd")) - 1,  # the listing's own descriptor
             "objects": len(gc.get_objects())}
 

@@ -23,7 +23,6 @@ from functools import partial, reduce
 from math import nan
 import platform
 import resource
-import subprocess
 import sys
 from pathlib import Path
 from typing import Callable
@@ -33,8 +32,8 @@ from torch.utils.flop_counter import FlopCounterMode, sdpa_flop_count
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import (RESULTS, git_commit, median_seconds, utc_now, write_csv,  # noqa: E402
-                     write_markdown)
+from _common import (RESULTS, git_commit, median_seconds, run_child, utc_now,  # noqa: E402
+                     write_csv, write_markdown)
 from tables import markdown_table  # noqa: E402
 
 from reinpatch_forecast._lightning import quiet_lightning, quiet_trainer_kwargs  # noqa: E402
@@ -61,6 +60,25 @@ def reinpatch_network(lookback: int, patcher: str = "learned", settings: dict | 
         training=settings.get("training", {})))
 
 
+def _steps(module, optimiser, loss_of: Callable, forward: Callable):
+    """``(module, train_step, predict)``: ``train_step(x, y)`` takes one optimiser step on
+    ``loss_of(x, y)``; ``predict(x)`` runs ``forward(x)`` in eval and inference mode."""
+
+    def train_step(x, y):
+        loss = loss_of(x, y)
+        optimiser.zero_grad(set_to_none=True)
+        loss.backward()
+        optimiser.step()
+
+    def predict(x):
+        module.eval()
+        with torch.inference_mode():
+            forward(x)
+        module.train()
+
+    return module, train_step, predict
+
+
 def reinpatch(lookback: int, patcher: str = "learned", settings: dict | None = None,
               frozen: bool = False):
     network = reinpatch_network(lookback, patcher, settings)
@@ -70,20 +88,8 @@ def reinpatch(lookback: int, patcher: str = "learned", settings: dict | None = N
         [{"params": network.backbone_parameters(), "lr": 1e-3},
          {"params": network.patcher_parameters(), "lr": 3e-3}]
     )
-
-    def train_step(x, y):
-        losses = network.training_losses(x, y)  # what the darts module's training_step calls
-        optimiser.zero_grad(set_to_none=True)
-        losses.loss.backward()
-        optimiser.step()
-
-    def predict(x):
-        network.eval()
-        with torch.inference_mode():
-            network(x)
-        network.train()
-
-    return network, train_step, predict
+    # the loss the darts module's training_step calls
+    return _steps(network, optimiser, lambda x, y: network.training_losses(x, y).loss, network)
 
 
 def darts_peer(name: str, lookback: int):
@@ -106,22 +112,14 @@ def darts_peer(name: str, lookback: int):
     model.fit(TimeSeries.from_values(values.astype(np.float32)), verbose=False)
     module = model.model
     module.train()
-    optimiser = torch.optim.Adam(module.parameters(), lr=1e-3)
 
-    def train_step(x, y):
-        out = module(PLModuleInput(past_target=x)).prediction[..., 0]
-        loss = torch.nn.functional.mse_loss(out, y)
-        optimiser.zero_grad(set_to_none=True)
-        loss.backward()
-        optimiser.step()
+    def forward(x):
+        return module(PLModuleInput(past_target=x))
 
-    def predict(x):
-        module.eval()
-        with torch.inference_mode():
-            module(PLModuleInput(past_target=x))
-        module.train()
+    def loss_of(x, y):
+        return torch.nn.functional.mse_loss(forward(x).prediction[..., 0], y)
 
-    return module, train_step, predict
+    return _steps(module, torch.optim.Adam(module.parameters(), lr=1e-3), loss_of, forward)
 
 
 def measure(spec: dict, repeats: int, warmup: int = 2) -> dict:
@@ -144,15 +142,6 @@ def measure(spec: dict, repeats: int, warmup: int = 2) -> dict:
         "predict_windows_per_s": PREDICT_BATCH / predict_s,
         "peak_rss_mb": rss_after / 1024,
     }
-
-
-def measure_in_subprocess(spec: dict, repeats: int, threads: int, warmup: int = 2) -> dict:
-    out = subprocess.run(
-        [sys.executable, __file__, "--one", json.dumps(spec), "--repeats", str(repeats),
-         "--threads", str(threads), "--warmup", str(warmup)],
-        capture_output=True, text=True, check=True,
-    ).stdout
-    return json.loads(out.strip().splitlines()[-1])
 
 
 def component_times(lookback: int, repeats: int, warmup: int = 2) -> dict[str, float]:
@@ -314,7 +303,8 @@ def main(argv: list[str] | None = None) -> None:
     for spec in models:
         spec = {**spec, "lookback": lookback}
         print(f"[speed] {spec['name']} ...", flush=True)
-        rows.append(measure_in_subprocess(spec, repeats, args.threads, warmup))
+        rows.append(run_child(__file__, spec, repeats=repeats, threads=args.threads,
+                              warmup=warmup))
 
     # L = 96: the rows above (uniform and the default learned step).
     scaling = [{**row, "name": f"{row['patcher']} L={lookback}"} for row in rows[:2]]
@@ -323,7 +313,8 @@ def main(argv: list[str] | None = None) -> None:
             spec = {"name": f"{patcher} L={length}", "family": "reinpatch", "patcher": patcher,
                     "lookback": length}
             print(f"[speed] {spec['name']} ...", flush=True)
-            scaling.append(measure_in_subprocess(spec, max(1, repeats // 3), args.threads, warmup))
+            scaling.append(run_child(__file__, spec, repeats=max(1, repeats // 3),
+                                     threads=args.threads, warmup=warmup))
 
     print("[speed] component times, FLOPs and rate per part ...", flush=True)
     parts = component_times(lookback, repeats, warmup)
@@ -404,7 +395,6 @@ def write(rows: list[dict], scaling: list[dict], parts: dict[str, float], flops:
         else f"{r['mflop_per_window']:.2f} MFLOP per window")
         for r in flops if r["network"] not in ("learned", "uniform")]
     write_markdown(out_dir / "speed.md", lines)
-    print((out_dir / "speed.md").read_text())
 
 
 if __name__ == "__main__":
