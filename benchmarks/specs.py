@@ -2,10 +2,10 @@
 
 An experiment is a dict: ``kind`` (which runner in ``run.py``), ``datasets``, ``horizons``,
 ``lookback``, ``models`` (row name -> model spec), ``seeds``, ``budget`` (the training settings)
-and the name of its :class:`tables.Table`. A model spec names its ``family`` (``reinpatch``: a
-``reinpatch_forecast.ReinPatchModel``; ``dlinear``, ``nlinear``, ``tsmixer``, ``tide``: darts' models;
-``repeat``, ``naive``: untrained baselines) and its keyword arguments; ``pick`` and
-``reference`` are copied into every record of the row (see ``tables``).
+and the name of its :class:`tables.Table`. A model spec names its ``family`` (``reinpatch``:
+a ``reinpatch_forecast.ReinPatchModel``; ``dlinear``, ``nlinear``, ``tsmixer``, ``tide``,
+``patchtst``: darts' models; ``repeat``, ``naive``: untrained baselines) and its keyword
+arguments; ``pick`` and ``reference`` are copied into every record of the row (see ``tables``).
 """
 
 from __future__ import annotations
@@ -14,16 +14,15 @@ from typing import Any
 
 from tables import Table
 
-# -- tables: the columns of the committed CSV reports -------------------------------------------
+# -- tables: the columns of the committed CSV reports (a measured column: its mean over seeds) --
 
-_LTSF_PATCHES = ("grid_distance", "one_step_share", "first_length", "last_length")
 TABLES: dict[str, Table] = {
     "ltsf": Table(
         keys=("protocol", "dataset", "horizon", "lookback", "model"),
         columns=("protocol", "dataset", "horizon", "lookback", "model", "test_mse",
                  "test_mse_std", "n_seeds", "seeds", "test_mae", "val_mse", "epochs",
-                 "train_seconds", *_LTSF_PATCHES, "commit", "date"),
-        mean=("test_mse", "test_mae", "val_mse", "epochs", "train_seconds", *_LTSF_PATCHES),
+                 "train_seconds", "grid_distance", "one_step_share", "first_length",
+                 "last_length", "commit", "date"),
         # the records before lookbacks were compared all ran at L = 96
         defaults={"lookback": 96},
         title="LTSF benchmark, every row (normalised MSE / MAE, all test windows)"),
@@ -32,23 +31,19 @@ TABLES: dict[str, Table] = {
         columns=("protocol", "dataset", "horizon", "setting", "model", "test_mse",
                  "test_mse_std", "n_seeds", "seeds", "test_mae", "test_mae_original",
                  "val_mse", "epochs", "train_seconds", "grid_distance", "commit", "date"),
-        mean=("test_mse", "test_mae", "test_mae_original", "val_mse", "epochs",
-              "train_seconds", "grid_distance"),
         title="Event-rich data: EPF prices and vic_elec demand, with and without covariates"),
     "compression": Table(
         keys=("dataset", "horizon", "lookback", "R", "N", "model"),
         columns=("dataset", "horizon", "lookback", "R", "N", "model", "test_mse",
                  "test_mse_std", "n", "seeds", "ratio", "grid_distance", "one_step_share",
                  "train_seconds", "commit", "date"),
-        mean=("test_mse", "grid_distance", "one_step_share", "train_seconds"), n="n",
-        ratio="ratio", title="Compression: test MSE against the token budget"),
+        n="n", ratio="ratio", title="Compression: test MSE against the token budget"),
     "readout": Table(
         keys=("dataset", "horizon", "lookback", "R", "readout", "patcher"),
         columns=("dataset", "horizon", "lookback", "R", "readout", "patcher", "test_mse",
                  "test_mse_std", "n_seeds", "seeds", "test_mae", "gap_to_uniform_pct",
                  "train_seconds", "grid_distance", "tokens_used", "uniform_std", "commit",
                  "date"),
-        mean=("test_mse", "test_mae", "train_seconds", "grid_distance", "tokens_used"),
         ratio="gap_to_uniform_pct", gap_percent=True, reference_std="uniform_std",
         title="Readouts: how the head reads the patch tokens"),
     "recipe": Table(
@@ -56,7 +51,6 @@ TABLES: dict[str, Table] = {
         columns=("protocol", "dataset", "horizon", "lookback", "model", "test_mse",
                  "test_mse_std", "n_seeds", "seeds", "val_mse", "val_mse_std", "test_mae",
                  "epochs", "train_seconds", "grid_distance", "commit", "date"),
-        mean=("test_mse", "val_mse", "test_mae", "epochs", "train_seconds", "grid_distance"),
         std=("test_mse", "val_mse"),
         title="Training recipe: validation and test MSE of the settings a recipe picks from"),
     "soak": Table(
@@ -64,18 +58,14 @@ TABLES: dict[str, Table] = {
         columns=("face", "cycle_does", "cycles", "from_cycle", "rss_mb_from", "rss_mb_to",
                  "rss_growth_mb", "rss_trend_mb_per_100", "fds_from", "fds_to",
                  "objects_growth", "leftovers", "forecasts_differ", "verdict", "commit",
-                 "date"),
-        mean=("rss_mb_from", "rss_mb_to", "rss_growth_mb", "rss_trend_mb_per_100", "fds_from",
-              "fds_to", "objects_growth", "leftovers", "forecasts_differ"), std=(), n="runs",
+                 "date"), std=(), n="runs",
         title="Soak: RSS (MiB) and open descriptors over fit / predict / save / load cycles "
               "(target: under 50 MB RSS growth, no descriptor growth, nothing left behind)"),
     "panel": Table(
         keys=("model", "series"),
         columns=("model", "series", "predict_s", "ms_per_series", "rss_before_mb",
                  "peak_rss_mb", "fit_s", "line_ms_per_series", "line_fixed_s",
-                 "line_worst_gap_pct", "commit", "date"),
-        mean=("predict_s", "ms_per_series", "rss_before_mb", "peak_rss_mb", "fit_s",
-              "line_ms_per_series", "line_fixed_s", "line_worst_gap_pct"), std=(), n="runs",
+                 "line_worst_gap_pct", "commit", "date"), std=(), n="runs",
         title="Many-series prediction: one predict call for the first n of 5,000 short series "
               "(a global model fitted on 200 of them; seconds, MiB)"),
 }
@@ -120,15 +110,10 @@ def tuned(group: str, row: str) -> dict[str, Any]:
     return {"group": group, "row": row, "of": len(TUNING_RATES), "keep": True}
 
 
-def peer(family: str, lr: float, row: str | None = None, kwargs: dict | None = None,
-         keep_lr: bool = False) -> dict[str, Any]:
+def peer(family: str, lr: float, kwargs: dict | None = None) -> dict[str, Any]:
     """A darts peer at one learning rate, picked on validation among :data:`PEER_LRS`."""
-    name = row or family
-    pick = {"group": name, "of": len(PEER_LRS), "keep": False}
-    if keep_lr:  # the learning rate goes to a column of its own
-        pick.update(row=name, partial_row=name, set={"lr": lr})
-    else:
-        pick.update(row=f"{name} (lr={lr:g})", partial_row=f"{name} (lr={lr:g}, untuned)")
+    pick = {"group": family, "of": len(PEER_LRS), "keep": False,
+            "row": f"{family} (lr={lr:g})", "partial_row": f"{family} (lr={lr:g}, untuned)"}
     return {"family": family, "lr": lr, "kwargs": dict(kwargs or {}), "tags": [family],
             "pick": pick}
 
@@ -214,10 +199,9 @@ EVENT_MODELS = {
     **{k: v for k, v in ltsf_models().items() if k.startswith(("uniform R=", "learned"))
        and "L2" not in k and "foundation" not in k},
     **PRICE_ROW,
-    **{f"{p} lr={lr:g}": peer(p, lr) for p in PEERS + ("tide",) for lr in PEER_LRS},
+    **{f"{p} lr={lr:g}": peer(p, lr, TIDE if p == "tide" else None)
+       for p in PEERS + ("tide",) for lr in PEER_LRS},
 }
-for _lr in PEER_LRS:
-    EVENT_MODELS[f"tide lr={_lr:g}"]["kwargs"] = dict(TIDE)
 
 COMPRESSION_MODELS = {
     f"{patcher} R={rate}": {
@@ -379,7 +363,6 @@ PUBLISHED: dict[str, tuple[str, dict[str, Any]]] = {
     "ReinPatch paper (setting not stated)": ("?", {
         "ETTh1": {"avg": 0.397}, "ETTm1": {"avg": 0.347}, "ETTm2": {"avg": 0.262}}),
 }
-#: Our rows the summary shows (picked rows by their row name; peers by family).
 #: The soak's faces; ``row`` goes into every record (what one cycle does).
 SOAK_FACES = {
     "darts": {"family": "reinpatch", "row": {"cycle_does": (
@@ -405,6 +388,7 @@ SUMMARY_FROM_RECIPE = {
 #: weight average: the package's defaults when they ran).
 SUMMARY_LABELS = {"learned": "learned (no weight average)",
                   "uniform R=8": "uniform (no weight average)"}
+#: Our rows the summary shows (picked rows by their row name; peers by family).
 SUMMARY_MODELS = (*SUMMARY_FROM_RECIPE.values(), *SUMMARY_LABELS.values(),
                   "learned (L by validation)",
                   "uniform (L by validation)", "patchtst", "patchtst (lr=0.0001, 30 epochs)",

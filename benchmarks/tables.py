@@ -42,7 +42,8 @@ class Table:
     columns
         The CSV's columns, in order.
     mean
-        Fields averaged over seeds (mean over the records that have them).
+        Fields averaged over seeds (mean over the records that have them); ``None``: every
+        column but the keys, ``n``, ``seeds``, the ratios, ``*_std``, ``commit`` and ``date``.
     std
         Fields whose sample standard deviation over seeds goes to ``<field>_std``.
     n
@@ -65,7 +66,7 @@ class Table:
 
     keys: tuple[str, ...]
     columns: tuple[str, ...]
-    mean: tuple[str, ...] = ()
+    mean: tuple[str, ...] | None = None
     std: tuple[str, ...] = ("test_mse",)
     n: str = "n_seeds"
     ratio: str | None = None
@@ -75,6 +76,13 @@ class Table:
     metric: str = "test_mse"
     defaults: dict[str, Any] = field(default_factory=dict)
     title: str = ""
+
+    def __post_init__(self) -> None:
+        if self.mean is None:
+            derived = (*self.keys, self.n, "seeds", self.ratio, self.reference_std, "commit",
+                       "date")
+            object.__setattr__(self, "mean", tuple(
+                c for c in self.columns if c not in derived and not c.endswith("_std")))
 
 
 def load_jsonl(path: Path) -> list[dict]:
