@@ -127,28 +127,11 @@ def repeat_forecast(x: np.ndarray, horizon: int) -> np.ndarray:
 
 
 def seasonal_naive_forecast(x: np.ndarray, horizon: int, period: int) -> np.ndarray:
-    """The seasonal naive baseline: the last ``period`` input steps of each channel, repeated
-    over the horizon (step ``t`` of the forecast is input step ``L - K + t mod K``).
-
-    Parameters
-    ----------
-    x
-        Shape ``(b, L, C)`` with ``L >= K``.
-    horizon
-        ``H``.
-    period
-        ``K``, the season in steps (24 for hourly data with a daily cycle).
-
-    Returns
-    -------
-    numpy.ndarray
-        Shape ``(b, H, C)``, same dtype as ``x``.
-
-    Raises
-    ------
-    ValueError
-        ``x`` is not 3-D, ``H < 1``, ``K < 1`` or ``K > L``.
-    """
+    """The seasonal naive baseline, ``(b, L, C) -> (b, H, C)`` in the dtype of ``x``: the last
+    ``period`` input steps of each channel (``K``, the season in steps: 24 for hourly data with
+    a daily cycle) repeated over the horizon, so forecast step ``t`` is input step
+    ``L - K + t mod K``. ``ValueError`` where ``x`` is not 3-D, ``H < 1``, ``K < 1`` or
+    ``K > L``."""
     x = np.asarray(x)
     if x.ndim != 3:
         raise ValueError(f"x must have shape (b, L, C), got shape {x.shape}.")
@@ -183,18 +166,9 @@ def darts_predict_fn(model: TorchForecastingModel, horizon: int | None = None) -
     ``model.predict(n=H, series=[...])`` call with darts' batch size set to the batch, so that
     the model sees exactly the batches :func:`evaluate_windows` forms (the scores then match a
     direct call of the Lightning module bit for bit). Past covariates are not supported.
-
-    Parameters
-    ----------
-    model
-        A fitted darts torch model (``ReinPatchModel``, ``DLinearModel``, ...).
-    horizon
-        ``H``; ``None`` uses ``model.output_chunk_length``.
-
-    Returns
-    -------
-    PredictFn
-        ``x`` ``(b, L, C)`` -> forecasts ``(b, H, C)`` as a numpy array of the model's dtype.
+    ``model``: a fitted darts torch model (``ReinPatchModel``, ``DLinearModel``, ...);
+    ``horizon``: ``H`` (``None``: ``model.output_chunk_length``). The forecasts ``(b, H, C)``
+    come back as a numpy array of the model's dtype.
     """
     from darts import TimeSeries
 
@@ -222,12 +196,9 @@ def patch_statistics(starts: Any, length: int) -> dict[str, float]:
     Returns the mean first and last patch length, the share of one-step patches, the mean
     within-window standard deviation of the patch lengths, the mean distance of a start
     from the uniform grid's of as many patches (``reinpatch_forecast.nn.grid.uniform_starts``)
-    and the mean number
-    of patches used (fewer than ``N`` only under an at-most budget, whose unused slots hold
-    ``length``: they count in none of the other statistics).
+    and the mean number of patches used (fewer than ``N`` only under an at-most budget, whose
+    unused slots hold ``length``: they count in none of the other statistics).
     """
-    import numpy as np
-
     from reinpatch_forecast.nn.grid import uniform_starts
 
     starts = np.asarray(starts, dtype=np.int64)
@@ -255,7 +226,6 @@ def patch_statistics(starts: Any, length: int) -> dict[str, float]:
 def decoded_patch_statistics(model, array, lookback: int, windows: int = 256) -> dict[str, float]:
     """:func:`patch_statistics` of a fitted ``ReinPatchModel`` on up to ``windows`` evenly
     spaced lookback windows of ``array`` ``(T, C)``, read through ``model.patch_boundaries``."""
-    import numpy as np
     from darts import TimeSeries
 
     last = array.shape[0] - lookback

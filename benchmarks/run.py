@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import importlib
+import itertools
 import json
 import math
 import os
@@ -90,15 +91,13 @@ def plan(name: str, args: argparse.Namespace) -> list[dict[str, Any]]:
                                all_horizons, "horizon")
             lookbacks = args.lookback or _as_list(_per_dataset(experiment["lookback"], dataset))
             settings = args.settings or experiment.get("settings", ["target"])
-            for horizon in horizons:
-                for lookback in lookbacks:
-                    for setting in settings:
-                        for model in select_models(experiment, args.models, args.require,
-                                                   dataset):
-                            run = _forecast_run(name, experiment, dataset, horizon, lookback,
-                                                setting, model, seed, args.budget)
-                            if run is not None:
-                                runs.append(run)
+            models = select_models(experiment, args.models, args.require, dataset)
+            for horizon, lookback, setting, model in itertools.product(horizons, lookbacks,
+                                                                       settings, models):
+                run = _forecast_run(name, experiment, dataset, horizon, lookback, setting,
+                                    model, seed, args.budget)
+                if run is not None:
+                    runs.append(run)
     return list({run_key(r): r for r in runs}.values())
 
 
@@ -116,27 +115,22 @@ def _choose(given: list | None, default: list, known: list, what: str) -> list:
 
 def _forecast_run(name, experiment, dataset, horizon, lookback, setting, model, seed,
                   budget) -> dict | None:
-    spec = experiment["models"][model]
-    if lookback not in spec.get("lookbacks", [lookback]):
-        return None
-    if setting not in spec.get("settings", [setting]):
+    spec, budget = experiment["models"][model], budget or experiment["budget"]
+    if lookback not in spec.get("lookbacks", [lookback]) or \
+            setting not in spec.get("settings", [setting]):
         return None
     baseline = spec["family"] in ("repeat", "naive")
-    training = {**BUDGETS[budget or experiment["budget"]], **experiment.get("budget_overrides", {})}
-    for option in TRAINING_OVERRIDES:  # a row of its own early stopping or epochs
-        if option in spec:
-            training[option] = spec[option]
+    # a row of its own early stopping or epochs
+    training = {**BUDGETS[budget], **{k: spec[k] for k in TRAINING_OVERRIDES if k in spec}}
     windows = experiment.get("max_train_windows")
-    if windows and (budget or experiment["budget"]) == "reduced":
+    if windows and budget == "reduced":
         training["max_train_windows"] = windows[dataset]
     kwargs = {**spec.get("kwargs", {}), **spec.get("dataset_kwargs", {}).get(dataset, {})}
     run = {"experiment": name, "dataset": dataset, "horizon": horizon, "lookback": lookback,
            "setting": setting, "model": model, "family": spec["family"], "kwargs": kwargs,
-           "seed": 0 if baseline else seed,
-           "budget": budget or experiment["budget"], "training": {} if baseline else training}
-    for extra in ("lr", "drop_last"):
-        if extra in spec:
-            run[extra] = spec[extra]
+           "seed": 0 if baseline else seed, "budget": budget,
+           "training": {} if baseline else training,
+           **{k: spec[k] for k in ("lr", "drop_last") if k in spec}}
     if spec["family"] == "naive":
         run["season"] = experiment["season"][dataset]
     if "pretrained" in (run["kwargs"].get("patcher"), run["kwargs"].get("patcher_init")):

@@ -199,21 +199,10 @@ def measure(spec: dict, repeats: int, warmup: int) -> dict:
 
 
 def growth_exponent(lengths: Sequence[float], times: Sequence[float]) -> float:
-    """The least-squares slope ``k`` of ``log(time)`` on ``log(length)`` (``time ~ c L^k``).
+    """The least-squares slope ``k`` of ``log(time)`` on ``log(length)`` (``time ~ c L^k``);
+    ``nan`` without usable pairs at two distinct lengths at least (a missing, non-positive or
+    infinite time is left out).
 
-    Parameters
-    ----------
-    lengths, times
-        At least two positive pairs with at least two distinct lengths.
-
-    Returns
-    -------
-    float
-        ``k``; ``nan`` with fewer than two usable pairs (a missing or non-positive time is left
-        out).
-
-    Examples
-    --------
     >>> round(growth_exponent([1, 2, 4], [3, 12, 48]), 6)
     2.0
     """
