@@ -1,5 +1,4 @@
-"""The data an experiment fits and scores on: LTSF files, event-rich files with covariates,
-and generated series.
+"""The data an experiment fits and scores on: LTSF files, and event-rich files with covariates.
 
 Every source gives a :class:`Data`: scaled arrays ``(T, C)`` per split (val and test include
 their lookback rows), the darts series a model fits on, the covariates of a setting, and the
@@ -21,7 +20,6 @@ DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 CALENDAR = (("hour", 23), ("day_of_week", 6), ("month", 11))  # darts' month is 0..11
 #: Datasets whose covariates include the calendar, and the zone of its clock.
 CALENDAR_ZONES = {"vic_elec": "Australia/Melbourne"}
-GENERATED = ("random_walk",)
 
 
 @dataclass
@@ -34,7 +32,7 @@ class Data:
         ``{"train" | "val" | "test": (T, C) float32}``.
     std
         The train-fitted scaler's standard deviation per target column ``(C,)`` (``None``:
-        generated data).
+        data of no file, such as a test's).
     target
         Time-indexed darts series per split; ``None`` for data without covariates (a model
         then fits ``TimeSeries.from_values`` of the arrays).
@@ -173,32 +171,6 @@ def covariate_predict_fn(model, series, horizon: int, covariates: dict[str, Any]
         return np.stack([forecast.values(copy=False) for forecast in forecasts])  # (b, H, C)
 
     return predict
-
-
-# -- generated series --------------------------------------------------------------------------
-
-
-def random_walk(n_series: int, length: int, rng: np.random.Generator) -> np.ndarray:
-    """``(T, C)``: a Gaussian random walk (unit steps) plus unit observation noise."""
-    walk = np.cumsum(rng.standard_normal((length, n_series)), axis=0)
-    return walk + rng.standard_normal((length, n_series))
-
-
-def split_and_scale(values: np.ndarray, lookback: int) -> dict[str, np.ndarray]:
-    """70/10/20 in time, each series scaled with the mean and std of its training rows; val
-    and test include their ``lookback`` rows."""
-    length = values.shape[0]
-    train_end, val_end = int(0.7 * length), int(0.8 * length)
-    mean = values[:train_end].mean(axis=0)
-    std = values[:train_end].std(axis=0)
-    scaled = ((values - mean) / np.where(std > 0, std, 1.0)).astype(np.float32)
-    return {"train": scaled[:train_end], "val": scaled[train_end - lookback:val_end],
-            "test": scaled[val_end - lookback:]}
-
-
-def generated_data(task: str, lookback: int, series: int, length: int, data_seed: int) -> Data:
-    rng = np.random.default_rng([data_seed, GENERATED.index(task)])
-    return Data(split_and_scale(random_walk(series, length, rng), lookback))
 
 
 def original_scale_mae(mae_per_channel: Sequence[float], std: Sequence[float]) -> float:

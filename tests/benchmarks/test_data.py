@@ -1,6 +1,6 @@
 """The benchmark data: event-rich files and their covariates (train-only scalers), ETT's oil
-temperature with loads and calendar, generated series, the original-scale MAE, the seasonal
-naive baseline and the statistics of decoded patches."""
+temperature with loads and calendar, the original-scale MAE, the seasonal naive baseline and
+the statistics of decoded patches."""
 
 from __future__ import annotations
 
@@ -62,19 +62,6 @@ def test_event_covariate_roles_and_the_local_calendar(loaded):
     first = found["future_covariates"][0].values()[0]
     assert first[1:].tolist() == [0.0, 1.0, 0.0] and first[0] > 0
     assert epf.covariates("target") == {}
-
-
-@pytest.mark.parametrize("task", _data.GENERATED)
-def test_generated_series_are_seeded_and_split_in_time(task):
-    a = _data.generated_data(task, 96, 3, 1000, data_seed=0).arrays
-    b = _data.generated_data(task, 96, 3, 1000, data_seed=0).arrays
-    c = _data.generated_data(task, 96, 3, 1000, data_seed=1).arrays
-    assert np.array_equal(a["test"], b["test"]) and not np.array_equal(a["test"], c["test"])
-    assert a["train"].shape == (700, 3) and a["train"].dtype == np.float32
-    assert a["val"].shape == (196, 3) and a["test"].shape == (296, 3)
-    assert np.allclose(a["train"].mean(axis=0), 0, atol=1e-5)
-    assert np.allclose(a["train"].std(axis=0), 1, atol=1e-4)
-    assert np.array_equal(a["val"][-96:], a["test"][:96])  # test's lookback = the end of val
 
 
 def test_original_scale_mae_equals_the_inverse_transformed_errors():
