@@ -113,11 +113,6 @@ def time_series(values: np.ndarray, dates, names: Sequence[str], freq):
         pd.DatetimeIndex(dates, freq=freq), np.ascontiguousarray(values), columns=list(names))
 
 
-def _targets(splits, columns: list[int], names: Sequence[str], freq) -> dict[str, Any]:
-    return {s: time_series(splits.split(s)[:, columns], splits.dates[s], names, freq)
-            for s in ("train", "val", "test")}
-
-
 def event_data(dataset: str, lookback: int, horizon: int, data_dir: str | Path) -> Data:
     """An event-rich dataset's targets and covariates (``EVENT_DATASETS`` roles), each scaled
     on its training rows; settings ``target`` and ``covariates``."""
@@ -140,7 +135,8 @@ def event_data(dataset: str, lookback: int, horizon: int, data_dir: str | Path) 
     if dataset in CALENDAR_ZONES:
         future = future.stack(calendar_covariates(index, CALENDAR_ZONES[dataset]))
     given = {"past_covariates": columns_of(roles.past_covariates), "future_covariates": future}
-    target = _targets(splits, list(range(len(splits.columns))), splits.columns, index.freq)
+    target = {s: time_series(splits.split(s), splits.dates[s], splits.columns, index.freq)
+              for s in ("train", "val", "test")}
     return Data({s: t.values(copy=False) for s, t in target.items()}, std=splits.std,
                 target=target, settings={"target": {}, "covariates": {
                     k: v for k, v in given.items() if v is not None}})

@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import git_commit, utc_now  # noqa: E402
+from _common import git_commit, utc_now, write_markdown  # noqa: E402
 from specs import EXPERIMENTS  # noqa: E402
 from tables import RESULTS, load_jsonl, markdown_table, write_csv  # noqa: E402
 
@@ -107,15 +107,14 @@ def main(argv: list[str] | None = None) -> None:
     write_csv(args.out_dir / "lodo.csv", rows, columns)
     per_cell = [{"cell": f"{d} H={h} L={lb}", **{c: s[c] for c in args.candidates}}
                 for (d, h, lb), s in scores.items()]
-    text = ("# Leave one dataset out: the recipe chosen on six datasets, on the seventh\n\n"
-            f"Validation MSE relative to the best candidate of each cell ({args.protocol} "
-            f"protocol, mean over the seeds all candidates share; `python benchmarks/lodo.py`"
-            f", {stamp['commit']}, {stamp['date']}). A recipe holds when its gap on the "
-            f"left-out dataset is at most {100 * TOLERANCE:g} %.\n\n"
-            + markdown_table(rows, columns[:5]) + "\n\n## Per cell\n\n"
-            + markdown_table(per_cell, ("cell", *args.candidates)) + "\n")
-    (args.out_dir / "lodo.md").write_text(text)
-    print(text)
+    write_markdown(args.out_dir / "lodo.md", [
+        "# Leave one dataset out: the recipe chosen on six datasets, on the seventh\n\n"
+        f"Validation MSE relative to the best candidate of each cell ({args.protocol} "
+        f"protocol, mean over the seeds all candidates share; `python benchmarks/lodo.py`"
+        f", {stamp['commit']}, {stamp['date']}). A recipe holds when its gap on the "
+        f"left-out dataset is at most {100 * TOLERANCE:g} %.\n\n"
+        + markdown_table(rows, columns[:5]) + "\n\n## Per cell\n\n"
+        + markdown_table(per_cell, ("cell", *args.candidates))])
 
 
 if __name__ == "__main__":

@@ -180,8 +180,7 @@ def growth(samples: list[dict], from_cycle: int, leftovers: int = 0,
             "verdict": "target met" if met else "TARGET MISSED"}
 
 
-def soak(face: str, cycles: int, every: int, from_cycle: int, threads: int = 1,
-         echo: Callable[[str], None] = print) -> dict[str, Any]:
+def soak(face: str, cycles: int, every: int, from_cycle: int, threads: int = 1) -> dict[str, Any]:
     """Run ``cycles`` cycles of ``face``, measuring before the first and every ``every``;
     returns the record's measured fields (the samples included)."""
     from reinpatch_forecast._lightning import quiet_lightning
@@ -197,7 +196,7 @@ def soak(face: str, cycles: int, every: int, from_cycle: int, threads: int = 1,
                 FACES[face](y, index, state)
                 if index % every == 0 or index == cycles:
                     samples.append(measure(index))
-                    echo(f"[soak {face}] {samples[-1]}")
+                    print(f"[soak {face}] {samples[-1]}", flush=True)
         extra = cli_leftovers(state) if face == "cli" else {}
     finally:
         if "root" in state:

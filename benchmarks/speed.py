@@ -1,11 +1,10 @@
 """Training and inference speed of ReinPatch against the same network with fixed patches and
 against darts' TSMixer and DLinear, one process per model, medians over repeats after warm-up.
 
-A ReinPatch train step is the product path: ``ReinPatchNetwork.training_losses`` (the darts
-module's ``training_step``), backward and an Adam step; times are also ratios to the uniform
-step of the same network and to darts' TSMixer. A last table gives the forward FLOPs, time and
-GFLOP/s of each part of the prediction pass. Writes
-``benchmarks/results/speed.md``, ``speed.csv`` and ``speed_parts.csv`` (commit and date).
+Then the train step against the lookback, where the default GRPG step spends its time, and
+the forward FLOPs, time and GFLOP/s of each part of the prediction pass (the report says how
+each is measured). Writes ``benchmarks/results/speed.md``, ``speed.csv`` and
+``speed_parts.csv`` (commit and date).
 
 python benchmarks/speed.py              # all tables (about 5 minutes on 2 cores)
 python benchmarks/speed.py --quick      # smoke: 1 repeat, no darts peers, L in {96, 192}
@@ -297,24 +296,20 @@ def main(argv: list[str] | None = None) -> None:
         return
 
     lookback = 96
-    models = [m for m in MODELS if not args.quick
+    models = [{**m, "lookback": lookback} for m in MODELS if not args.quick
               or (m["family"] == "reinpatch" and not m.get("frozen"))]
-    rows = []
-    for spec in models:
-        spec = {**spec, "lookback": lookback}
+    longer = [{"name": f"{patcher} L={length}", "family": "reinpatch", "patcher": patcher,
+               "lookback": length} for length in (LOOKBACKS[1:2] if args.quick else LOOKBACKS[1:])
+              for patcher in ("learned", "uniform")]
+    measured = []
+    for spec in models + longer:
         print(f"[speed] {spec['name']} ...", flush=True)
-        rows.append(run_child(__file__, spec, repeats=repeats, threads=args.threads,
-                              warmup=warmup))
-
+        measured.append(run_child(__file__, spec, threads=args.threads, warmup=warmup,
+                                  repeats=repeats if spec in models else max(1, repeats // 3)))
+    rows = measured[:len(models)]
     # L = 96: the rows above (uniform and the default learned step).
     scaling = [{**row, "name": f"{row['patcher']} L={lookback}"} for row in rows[:2]]
-    for length in (LOOKBACKS[1:2] if args.quick else LOOKBACKS[1:]):
-        for patcher in ("learned", "uniform"):
-            spec = {"name": f"{patcher} L={length}", "family": "reinpatch", "patcher": patcher,
-                    "lookback": length}
-            print(f"[speed] {spec['name']} ...", flush=True)
-            scaling.append(run_child(__file__, spec, repeats=max(1, repeats // 3),
-                                     threads=args.threads, warmup=warmup))
+    scaling += measured[len(models):]
 
     print("[speed] component times, FLOPs and rate per part ...", flush=True)
     parts = component_times(lookback, repeats, warmup)

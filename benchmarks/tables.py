@@ -99,10 +99,6 @@ def append_jsonl(record: dict, path: Path) -> None:
         handle.write(json.dumps(record) + "\n")
 
 
-def _mean(values: Sequence[float]) -> float | None:
-    return statistics.fmean(values) if values else None
-
-
 def _std(values: Sequence[float]) -> float | None:
     if not values:
         return None
@@ -117,7 +113,7 @@ def aggregate(runs: Sequence[dict], table: Table) -> dict[str, Any]:
     row["seeds"] = " ".join(map(str, seeds))
     for name in dict.fromkeys(table.mean + table.std):
         values = [float(r[name]) for r in runs if r.get(name) is not None]
-        row[name] = _mean(values)
+        row[name] = statistics.fmean(values) if values else None
         if name in table.std:
             row[f"{name}_std"] = _std(values)
     row["commit"] = "/".join(sorted({r["commit"] for r in runs}))
