@@ -34,14 +34,9 @@ __all__ = ["BASELINES", "PredictFn", "baseline_predict_fn", "darts_predict_fn",
 PredictFn = Callable[[np.ndarray], np.ndarray]
 
 
-def evaluate_windows(
-    predict_fn: PredictFn,
-    split_array: np.ndarray,
-    lookback: int,
-    horizon: int,
-    batch_size: int = 512,
-    drop_last_batch_size: int | None = None,
-) -> dict[str, float | int]:
+def evaluate_windows(predict_fn: PredictFn, split_array: np.ndarray, lookback: int, horizon: int,
+                     batch_size: int = 512,
+                     drop_last_batch_size: int | None = None) -> dict[str, float | int]:
     """MSE and MAE of a forecaster over the stride-1 windows of a split.
 
     Both metrics are one flat mean over windows × horizon × channels, accumulated in float64.
@@ -62,18 +57,10 @@ def evaluate_windows(
         ``drop_last=True`` test loader: the last ``W mod B`` windows are left out
         (``B = 32`` matches the published LTSF-Linear tables).
 
-    Returns
-    -------
-    dict
-        ``{"mse": float, "mae": float, "n_windows": int (windows scored),
-        "n_dropped": int (windows left out by drop_last_batch_size),
-        "mae_per_channel": list of C floats (the MAE of each channel, over windows ×
-        horizon; their mean is ``mae``)}``.
-
-    Raises
-    ------
-    ValueError
-        Bad sizes, a prediction of the wrong shape, or a non-finite prediction.
+    Returns ``{"mse", "mae", "n_windows"`` (windows scored), ``"n_dropped"`` (windows left out
+    by ``drop_last_batch_size``), ``"mae_per_channel"`` (the MAE of each of the ``C`` channels
+    over windows × horizon; their mean is ``mae``)``}``; ``ValueError`` on bad sizes, a
+    prediction of the wrong shape, or a non-finite prediction.
     """
     batch_size = int(batch_size)
     if batch_size < 1:
@@ -86,10 +73,8 @@ def evaluate_windows(
             raise ValueError(f"drop_last_batch_size must be >= 1, got {drop_last_batch_size}.")
         n_used = n_total - n_total % int(drop_last_batch_size)
         if n_used == 0:
-            raise ValueError(
-                f"drop_last_batch_size={drop_last_batch_size} leaves none of the {n_total} "
-                "windows."
-            )
+            raise ValueError(f"drop_last_batch_size={drop_last_batch_size} leaves none of the "
+                             f"{n_total} windows.")
     n_channels = x_all.shape[2]
 
     sq_sum = 0.0
@@ -100,10 +85,8 @@ def evaluate_windows(
         y_hat = np.asarray(predict_fn(x), dtype=np.float64)
         expected = (stop - start, horizon, n_channels)
         if y_hat.shape != expected:
-            raise ValueError(
-                f"predict_fn returned shape {y_hat.shape} for input {x.shape}; expected "
-                f"{expected} = (b, H, C)."
-            )
+            raise ValueError(f"predict_fn returned shape {y_hat.shape} for input {x.shape}; "
+                             f"expected {expected} = (b, H, C).")
         err = y_hat - y_all[start:stop]  # float64
         if not np.isfinite(err).all():
             raise ValueError(f"predict_fn returned non-finite values for windows {start}..{stop}.")
@@ -111,13 +94,9 @@ def evaluate_windows(
         np.square(err, out=err)
         sq_sum += float(err.sum())
     n_values = n_used * horizon * n_channels
-    return {
-        "mse": sq_sum / n_values,
-        "mae": float(abs_sum.sum()) / n_values,
-        "n_windows": n_used,
-        "n_dropped": n_total - n_used,
-        "mae_per_channel": [float(v) for v in abs_sum / (n_used * horizon)],
-    }
+    return {"mse": sq_sum / n_values, "mae": float(abs_sum.sum()) / n_values,
+            "n_windows": n_used, "n_dropped": n_total - n_used,
+            "mae_per_channel": [float(v) for v in abs_sum / (n_used * horizon)]}
 
 
 def repeat_forecast(x: np.ndarray, horizon: int) -> np.ndarray:

@@ -41,9 +41,6 @@ from specs import (BUDGETS, EXPERIMENTS, PUBLISHED, SUMMARY_FROM_RECIPE,  # noqa
 from tables import (RESULTS, append_jsonl, load_jsonl, report_rows,  # noqa: E402
                     write_report, write_summary)
 
-#: Fields of a model spec copied into every record of its row.
-ROW_FIELDS = ("pick", "reference")
-
 
 def run_key(run: dict[str, Any]) -> str:
     """A run's identity in its JSONL file: a hash of everything that defines it."""
@@ -275,16 +272,15 @@ def record_of(run: dict, measured: dict, experiment: dict,
     """The JSONL record of a finished run: its row's identity, seed, measures, and the stamp
     of the code that made it (``code``: the commit when the process started)."""
     spec = experiment["models"][run["model"]]
-    row: dict[str, Any] = {"experiment": run["experiment"], "dataset": run["dataset"],
-                           "model": run["model"]}
-    row.update(protocol=run["budget"], horizon=run["horizon"], lookback=run["lookback"],
-               setting=run["setting"])
+    row = {"experiment": run["experiment"], "dataset": run["dataset"], "model": run["model"],
+           "protocol": run["budget"], "horizon": run["horizon"], "lookback": run["lookback"],
+           "setting": run["setting"]}
     rate = run["kwargs"].get("compression_rate")
     if isinstance(rate, (int, float)):
         row.update(R=rate, N=math.ceil(run["lookback"] / rate))
     row.update(spec.get("row", {}))
     return {**row, "seed": run["seed"], **measured,
-            **{k: spec[k] for k in ROW_FIELDS if k in spec},
+            **{k: spec[k] for k in ("pick", "reference") if k in spec},  # for the table writer
             "commit": code or git_commit(), "date": utc_now(), "key": run_key(run), "run": run}
 
 
