@@ -349,10 +349,8 @@ class Backbone(nn.Module):
         # empty patch, which attention masks and no step reads.
         self.variable_tokens = config.budget == "at_most"
         self.tokeniser = PatchTokeniser(d, sizes.resample_points)
-        self.layers = nn.ModuleList(
-            EncoderLayer(d, sizes.n_heads, sizes.ff_multiplier * d, sizes.dropout)
-            for _ in range(sizes.n_layers)
-        )
+        layer = (d, sizes.n_heads, sizes.ff_multiplier * d, sizes.dropout)
+        self.layers = nn.ModuleList(EncoderLayer(*layer) for _ in range(sizes.n_layers))
         self.final_norm = nn.LayerNorm(d)
         # Before the head; it has no weights, so building it draws nothing and the weights a
         # seed gives stay the same.
@@ -360,10 +358,7 @@ class Backbone(nn.Module):
         if self.n_coarse_patches is not None:
             # Only at two levels: building a module draws its initial weights from the global
             # generator, so the single-level weights of a seed must not depend on these.
-            self.coarse_layers = nn.ModuleList(
-                EncoderLayer(d, sizes.n_heads, sizes.ff_multiplier * d, sizes.dropout)
-                for _ in range(sizes.n_layers)
-            )
+            self.coarse_layers = nn.ModuleList(EncoderLayer(*layer) for _ in range(sizes.n_layers))
             self.coarse_norm = nn.LayerNorm(d)
             # A mean of fine tokens blurs where the coarse patch lies and how long it is; its
             # own position features say it again.
@@ -473,11 +468,9 @@ class Backbone(nn.Module):
                               chunk_rows)  # (R*G, H, Q)
 
     #: Most elements (float32: 4 bytes each) of one activation tensor of a backbone pass
-    #: before the rows are split into chunks (CPU only). glibc serves allocations above
-    #: 32 MiB with a fresh ``mmap`` and returns them on free, so every such tensor pays a page
-    #: fault per 4 KiB on first touch: with ``G = 8`` and ``L >= 384`` that doubled the cost
-    #: of a training step. Chunks of 8 MiB stay in the heap and are reused, and fit the
-    #: caches better.
+    #: before the rows are split into chunks (CPU only; see :mod:`~reinpatch_forecast.nn.chunking`
+    #: for the page faults that larger tensors pay: with ``G = 8`` and ``L >= 384`` they doubled
+    #: the cost of a training step). Chunks of 8 MiB stay in the heap and are reused.
     chunk_elements: int = 2**21
 
     def chunk_rows(self, rows: int, group: int, length: int, with_local: bool = True) -> int:
@@ -513,14 +506,6 @@ class Backbone(nn.Module):
         skip = self.skip_features(local)  # (R, L, k): the same for every patching
         return (steps.reshape(rows, group, length, -1) + skip.unsqueeze(1)).flatten(0, 1)
 
-    def _read(self, tokens: Tensor, coarse: Tensor | None, starts: Tensor,
-              coarse_starts: Tensor | None, local: Tensor) -> Tensor:
-        """The forecast from the encoded tokens ``(R*G, N, d)`` (and ``coarse`` ``(R*G, N2, d)``),
-        ``(R*G, H*Q)``: the step features of :meth:`_step_features` through the head."""
-        flat = self._step_features(tokens, coarse, starts, coarse_starts,
-                                   local).flatten(1)  # (R*G, L*k)
-        return self.head(self.dropout(flat, starts.shape[1]))  # (R*G, H*Q)
-
     def _forward(self, x: Tensor, starts: Tensor, local: Tensor | None,
                  coarse_starts: Tensor | None, past: Tensor | None = None,
                  future: Tensor | None = None, static: Tensor | None = None) -> Tensor:
@@ -547,7 +532,8 @@ class Backbone(nn.Module):
             for layer in self.coarse_layers:
                 coarse = layer(coarse, group)  # (R*G, N2, d)
             coarse = self.coarse_norm(coarse)  # (R*G, N2, d)
-        out = self._read(self.final_norm(h), coarse, starts, coarse_starts, local)
+        steps = self._step_features(self.final_norm(h), coarse, starts, coarse_starts, local)
+        out = self.head(self.dropout(steps.flatten(1), group))  # (R*G, H*Q)
         out = out.reshape(-1, self.config.output_length, self.config.nr_params)  # (R*G, H, Q)
         if self.covariates is not None and self.covariates.n_future:
             horizon = self.covariates.horizon_offsets(rows)  # (R, H, Q)

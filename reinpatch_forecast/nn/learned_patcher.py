@@ -1,10 +1,5 @@
 """ReinPatch's learned patcher: a dilated conv stack that scores every position, and a policy.
 
-The conv stack reads the normalised series and gives one score per position (two with two
-levels); a boundary policy (:mod:`~reinpatch_forecast.nn.policies`) turns the scores into
-patchings. No parameter depends on ``L``, on the number of channels or on the dataset, so one
-trained patcher serves any series (the foundation patcher).
-
 Shape legend
 ------------
 R : rows (series, channels folded into the batch)
@@ -61,10 +56,10 @@ class LearnedPatcher(Patcher):
     """ReinPatch's patcher: a non-causal dilated 1-D conv stack and a boundary policy.
 
     The conv stack reads the normalised series and its first difference (receptive field
-    ``1 + (kernel_size - 1) * (2**n_layers - 1)`` steps) and gives one score per position; the
-    policy (:mod:`~reinpatch_forecast.nn.policies`) turns the scores into patchings. No
-    parameter depends on ``L``, on the channels or on the dataset, so one trained patcher
-    serves any series.
+    ``1 + (kernel_size - 1) * (2**n_layers - 1)`` steps) and gives one score per position (two
+    with two levels); the policy (:mod:`~reinpatch_forecast.nn.policies`) turns the scores
+    into patchings. No parameter depends on ``L``, on the channels or on the dataset, so one
+    trained patcher serves any series (the foundation patcher).
 
     Parameters
     ----------

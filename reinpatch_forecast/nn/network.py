@@ -109,8 +109,8 @@ class ReinPatchNetwork(nn.Module):
     Notes
     -----
     With ``config.levels == 2`` the patcher draws fine and coarse starts (nested), the backbone
-    reads both, and :meth:`coarse_boundaries` gives
-    the deterministic coarse starts next to :meth:`boundaries` (the fine ones).
+    reads both, and :meth:`coarse_boundaries` gives the deterministic coarse starts next to
+    :meth:`boundaries` (the fine ones).
     """
 
     def __init__(self, config: ReinPatchConfig, patcher: Patcher | None = None) -> None:
@@ -214,21 +214,11 @@ class ReinPatchNetwork(nn.Module):
             return {}
         return {"n_coarse_patches": self.config.n_coarse_patches}
 
-    def _decode(self, patcher_input: Tensor) -> Patching:
-        """The patcher's deterministic patching, at one or two levels; ``G == 1``."""
-        return self.patcher.decode(patcher_input, self.config.n_patches,
-                                   **self._coarse_budget())
-
     def _decode_starts(self, patcher_input: Tensor) -> tuple[Tensor, Tensor | None]:
-        """The starts ``(R, 1, N)`` and coarse starts ``(R, 1, N2)`` (or ``None``) of
-        :meth:`_decode`, without the log-probability, entropy and KL it also computes."""
+        """The starts ``(R, 1, N)`` and coarse starts ``(R, 1, N2)`` (or ``None``) of the
+        patcher's decode, without the log-probability, entropy and KL it also computes."""
         return self.patcher.decode_starts(patcher_input, self.config.n_patches,
                                           **self._coarse_budget())
-
-    def _sample(self, patcher_input: Tensor, group: int) -> Patching:
-        """``group`` patchings drawn by the patcher, at one or two levels."""
-        return self.patcher.sample(patcher_input, self.config.n_patches, group,
-                                   **self._coarse_budget())
 
     def _forecast(self, backbone_input: Tensor, starts: Tensor, stats: InstanceStats | None,
                   batch: int, channels: int, local: Tensor | None = None,
@@ -373,10 +363,11 @@ class ReinPatchNetwork(nn.Module):
         TrainingLosses
         """
         self._check_input(x)
-        if backbone_loss is None:
-            backbone_loss = _mean_squared_error
         if sample_loss is None:
             sample_loss = _squared_error
+        if backbone_loss is None:
+            def backbone_loss(prediction: Tensor, target: Tensor) -> Tensor:
+                return _squared_error(prediction, target).mean()
         batch, length, channels = x.shape
         patcher_input, backbone_input, stats = self._normalise(x)
         rows = _rows(covariates, channels)
@@ -437,10 +428,8 @@ class ReinPatchNetwork(nn.Module):
         if decoded.coarse_starts is not None:
             coarse = torch.cat([decoded.coarse_starts[:n], samples.coarse_starts],
                                dim=1)  # (Rs, 1+G, N2)
-        forecasts = self._forecast(backbone_input[:n], starts, _first_rows(stats, n), n, 1,
-                                   None if local is None else local[:n], coarse,
-                                   covariates=_first_rows(rows, n))  # (Rs, 1+G, H, 1, Q)
-        return forecasts
+        return self._forecast(backbone_input[:n], starts, _first_rows(stats, n), n, 1, local[:n],
+                              coarse, covariates=_first_rows(rows, n))  # (Rs, 1+G, H, 1, Q)
 
     def _backbone_losses(self, backbone_input: Tensor, patcher_input: Tensor,
                          stats: InstanceStats | None, y: Tensor, batch: int, channels: int,
@@ -448,11 +437,12 @@ class ReinPatchNetwork(nn.Module):
                          backbone_loss: Callable[[Tensor, Tensor], Tensor]) -> TrainingLosses:
         """Losses of a step that trains the backbone alone, on the patcher's patching (a fresh
         draw for ``"random"``, the decode otherwise), with no group drawn."""
+        budget = (patcher_input, self.config.n_patches)
         if isinstance(self.patcher, LearnedPatcher):
             # A frozen policy trains the backbone on the boundaries it will predict with.
-            patching = self._decode(patcher_input)
+            patching = self.patcher.decode(*budget, **self._coarse_budget())
         else:
-            patching = self._sample(patcher_input, 1)
+            patching = self.patcher.sample(*budget, 1, **self._coarse_budget())
         prediction = self._forecast(backbone_input, patching.starts, stats, batch, channels,
                                     coarse_starts=patching.coarse_starts,
                                     covariates=rows)[:, 0]
@@ -518,11 +508,6 @@ def _first_rows(value: InstanceStats | Covariates | None,
         field.name: None if getattr(value, field.name) is None
         else getattr(value, field.name)[:n]
         for field in dataclasses.fields(value)})
-
-
-def _mean_squared_error(prediction: Tensor, target: Tensor) -> Tensor:
-    """Scalar MSE of the first parameter of ``prediction`` ``(B, H, C, Q)`` to ``(B, H, C)``."""
-    return ((prediction[..., 0] - target) ** 2).mean()
 
 
 def _squared_error(prediction: Tensor, target: Tensor) -> Tensor:

@@ -49,7 +49,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ..errors import ReinPatchInputError
-from .grid import offset_candidates, uniform_gaps, uniform_start_values, uniform_starts
+from .grid import offset_candidates, uniform_gaps, uniform_start_values
 from .segments import insertion_points
 
 __all__ = ["BUDGET_SHARES", "budget_counts", "PolicyDraw", "DensityPolicy",
@@ -298,25 +298,23 @@ class DensityPolicy:
 
     def _new_cells(self, length: int, n_patches: int,
                    device: torch.device) -> tuple[Tensor, Tensor, "CellSteps"]:
-        """:meth:`_cells`, computed."""
-        grid = uniform_starts(length, n_patches, device=device).double()  # (N,)
-        gaps = torch.diff(F.pad(grid, (0, 1), value=float(length)))  # (N,)
-        part = torch.arange(self.knots, device=device, dtype=torch.float64) / self.knots
-        cell_start = (grid[:, None] + part * gaps[:, None]).reshape(-1)  # (K,)
-        cell_length = (gaps / self.knots).repeat_interleave(self.knots)  # (K,)
-        grid_values = np.asarray(uniform_start_values(length, n_patches), dtype=np.float64)
-        gap_values = np.diff(np.append(grid_values, float(length)))
-        starts = (grid_values[:, None]
-                  + np.arange(self.knots) / self.knots * gap_values[:, None]).reshape(-1)
-        return cell_start, cell_length, CellSteps.of(starts, length, device)
+        """:meth:`_cells`, computed on the host (float64)."""
+        grid = np.asarray(uniform_start_values(length, n_patches), dtype=np.float64)  # (N,)
+        gaps = np.asarray(uniform_gaps(length, n_patches), dtype=np.float64)  # (N,)
+        starts = (grid[:, None] + np.arange(self.knots) / self.knots * gaps[:, None]).reshape(-1)
+        lengths = np.repeat(gaps / self.knots, self.knots)  # (K,)
+        return (torch.as_tensor(starts, device=device), torch.as_tensor(lengths, device=device),
+                CellSteps.of(starts, length, device))
 
     def _starts(self, action: Tensor, cell_start: Tensor, cell_length: Tensor, length: int,
-                n_patches: int, shortest: int, used: Tensor | None = None) -> Tensor:
+                n_patches: int, used: Tensor | None = None) -> Tensor:
         """Starts ``(R, G, N)`` at the quantiles ``j / n`` of the cell masses ``softmax(u)``.
 
         ``used`` ``(R, G)``: patches ``n`` of each draw under an at-most budget (the slots
         ``j >= n`` start at ``L``); ``None``: ``n = N``.
         """
+        # Python integers: the shortest grid patch is a constant of L and N, also when exported.
+        shortest = min(self.min_length, min(uniform_gaps(length, n_patches)))
         mass = torch.softmax(action.double(), dim=-1)  # (R, G, K)
         cumulative = torch.cumsum(mass, dim=-1)  # (R, G, K)
         boundary = torch.arange(1, n_patches, device=action.device)  # (k,): j = 1 .. N-1
@@ -397,8 +395,6 @@ class DensityPolicy:
         entropy = mean.new_full((rows,), cells * (0.5 + 0.5 * math.log(2 * math.pi))
                                 + cells * math.log(self.sigma))
         kl = (mean**2).sum(-1) / (2 * self.sigma**2)  # (R,): KL(N(mu, s^2) || N(0, s^2))
-        # Python integers: the shortest grid patch is a constant of L and N, also when exported.
-        shortest = min(self.min_length, min(uniform_gaps(length, n_patches)))
         used = None
         if count_scores is not None:
             # Drawn after the action's noise, so the action of a seed is that of the exact budget.
@@ -406,8 +402,7 @@ class DensityPolicy:
                 count_scores, n_patches, group, sample, generator)
             log_prob = log_prob + count_log_prob
             entropy, kl = entropy + count_entropy, kl + count_kl
-        starts = self._starts(action.detach(), cell_start, cell_length, length, n_patches,
-                              shortest, used)
+        starts = self._starts(action.detach(), cell_start, cell_length, length, n_patches, used)
         return PolicyDraw(starts=starts, log_prob=log_prob, entropy=entropy, kl=kl)
 
     def mode(self, scores: Tensor, n_patches: int,
@@ -420,13 +415,12 @@ class DensityPolicy:
             return torch.zeros(rows, 1, 1, dtype=torch.long, device=scores.device)
         cell_start, cell_length, steps = self._cells(length, n_patches, scores.device)
         action = steps.means(scores).detach().unsqueeze(1)  # (R, 1, K): the mode, u = mu
-        shortest = min(self.min_length, min(uniform_gaps(length, n_patches)))
         used = None
         if count_scores is not None:
             # argmax of the log-probabilities, as draw takes it (ties: the full budget)
             share = torch.log_softmax(count_scores.detach(), dim=-1).argmax(dim=-1, keepdim=True)
             used = budget_counts(n_patches, scores.device)[share]  # (R, 1)
-        return self._starts(action, cell_start, cell_length, length, n_patches, shortest, used)
+        return self._starts(action, cell_start, cell_length, length, n_patches, used)
 
     def draw_coarse(self, coarse_scores: Tensor, starts: Tensor, n_coarse: int,
                     sample: bool, generator: torch.Generator | None = None) -> PolicyDraw:
