@@ -143,10 +143,8 @@ def split_forward(network, x, repeats: int, warmup: int) -> dict[str, float]:
 
 def measure(spec: dict, repeats: int, warmup: int) -> dict:
     """Every measure of one configuration ``{"patcher", "rate", "lookback"}``, run in a fresh
-    process (``VmHWM`` starts afresh at exec: the peak RSS is the configuration's). Train step:
-    the median of the batches of darts' one-epoch ``fit`` after ``warmup`` (forward, backward,
-    optimizer step; no data loading); predict: one ``predict`` of ``BATCH`` series, median of
-    ``repeats`` after a warm-up call; forward: :func:`split_forward`."""
+    process (``VmHWM`` starts afresh at exec: the peak RSS is the configuration's); the report
+    (:func:`write`) says how each is timed."""
     import torch
 
     from reinpatch_forecast import ReinPatchModel
