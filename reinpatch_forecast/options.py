@@ -128,8 +128,9 @@ class TrainingOptions:
         "step, the same share of a step for one series, many components or a panel, and a "
         "larger share gives the policy a less noisy gradient.", "float", section="training")
     kl_coef: float = _option(
-        0.1, "Weight of the KL anchor that keeps the policy near its reference (the uniform "
-        "grid).", "float", section="training")
+        0.03, "Weight of the KL anchor that keeps the policy near its reference (the uniform "
+        "grid): larger keeps patches on the grid where rewards do not separate, smaller lets "
+        "the policy follow events sooner.", "float", section="training")
     # a setting of the trainer (a callback), not of the network
     ema_decay: float | None = _option(
         0.995, "Validate, stop early and predict with an exponential moving average of the "

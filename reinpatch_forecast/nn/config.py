@@ -148,7 +148,7 @@ class TrainingConfig:
     """
 
     group_size: int = 8
-    kl_coef: float = 0.1
+    kl_coef: float = 0.03
     scored_share: float = 0.25
 
     def __post_init__(self) -> None:

@@ -93,7 +93,7 @@ def test_pretrain_patcher_is_seeded_and_reports_every_epoch():
     assert first.n_series == 8
     assert first.patcher.trainable
     assert first.patcher.policy_name == "density"
-    assert first.settings["kl_coef"] == 0.1
+    assert first.settings["kl_coef"] == 0.03
     assert first.settings["group_size"] == 4
     # the patcher moved away from its initial weights
     with torch.random.fork_rng():
