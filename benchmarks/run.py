@@ -303,6 +303,8 @@ def run_in_process(name: str, args: argparse.Namespace) -> None:
 
     experiment, code = EXPERIMENTS[name], git_commit()
     results = args.out_dir / f"{name}_runs.jsonl"
+    if experiment["kind"] == "spike":
+        return spike(name, experiment, args, results, code)
     soaking = experiment["kind"] == "soak"
     key = "face" if soaking else "model"
     for model in select_models(experiment, args.models, None):
@@ -321,6 +323,26 @@ def run_in_process(name: str, args: argparse.Namespace) -> None:
                           "commit": code, "date": utc_now()}, results)
             shown = {k: v for k, v in row.items() if k != "samples"}
             print(f"[{name}] {model} {shown}", flush=True)
+    report(name, args.out_dir)
+
+
+def spike(name: str, experiment: dict, args: argparse.Namespace, results: Path, code: str):
+    """Train each selected row on the demo's spike task for every seed (``run_spike_task``);
+    a (row, seed) this commit has measured is skipped."""
+    from reinpatch_forecast.cli.demo import run_spike_task
+
+    for model in select_models(experiment, args.models, None):
+        for seed in args.seeds or experiment["seeds"]:
+            if (model, seed, code) in {(r["model"], r["seed"], r["commit"])
+                                       for r in load_jsonl(results)}:
+                continue
+            options = {"patcher": "learned", **experiment["models"][model]["kwargs"]}
+            result = run_spike_task(options.pop("patcher"), seed=seed, **options)
+            row = {"test_mse": result.mse, "near_spike": result.near_spike,
+                   "seconds": result.seconds}
+            append_jsonl({"experiment": name, "model": model, "seed": seed, **row,
+                          "commit": code, "date": utc_now()}, results)
+            print(f"[{name}] {model} seed {seed} {row}", flush=True)
     report(name, args.out_dir)
 
 
@@ -374,7 +396,7 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"--threads must be >= 1, got {args.threads}")
     torch.set_num_threads(args.threads)
     name, experiment = args.experiment, EXPERIMENTS[args.experiment]
-    if experiment["kind"] in ("soak", "panel"):
+    if experiment["kind"] in ("soak", "panel", "spike"):
         return run_in_process(name, args)
     runs = plan(name, args)
     results = args.out_dir / f"{name}_runs.jsonl"

@@ -61,6 +61,10 @@ TABLES: dict[str, Table] = {
                  "date"), std=(), n="runs",
         title="Soak: RSS (MiB) and open descriptors over fit / predict / save / load cycles "
               "(target: under 50 MB RSS growth, no descriptor growth, nothing left behind)"),
+    "spike": Table(
+        keys=("model",), columns=("model", "test_mse", "test_mse_std", "n_seeds", "seeds",
+                                  "near_spike", "seconds", "commit", "date"),
+        title="The demo's spike task: test MSE after 200 steps of 64 windows (2,000 test windows)"),
     "panel": Table(
         keys=("model", "series"),
         columns=("model", "series", "predict_s", "ms_per_series", "rss_before_mb",
@@ -440,6 +444,16 @@ EXPERIMENTS: dict[str, dict[str, Any]] = {
         "kind": "panel", "datasets": ["panel"], "seeds": [0],
         "models": {"reinpatch": {"family": "reinpatch"}, "dlinear": {"family": "dlinear"}},
         "default_models": ["reinpatch", "dlinear"]},
+    # cli/demo.py's run_spike_task: a row's kwargs reach it (training: TrainingConfig fields)
+    "spike": {"kind": "spike", "datasets": ["spike"], "seeds": [0, 1, 2], "models": {
+        name: {"family": "spike", "kwargs": kwargs} for name, kwargs in [
+            ("uniform", {"patcher": "uniform"}), ("learned", {}), ("learned, dropout 0.2", {
+                "backbone": {"d_model": 32, "n_layers": 1, "dropout": 0.2}}),
+            *((f"learned, {name}", {"training": training}) for name, training in [
+                ("kl 0.1", {"kl_coef": 0.1}), ("kl 0.01", {"kl_coef": 0.01}),
+                ("G=4", {"group_size": 4}), ("scored share 0.125", {"scored_share": 0.125}),
+                ("scored share 0.0625", {"scored_share": 0.0625})])]},
+        "default_models": ["uniform", "learned"]},
     "soak": {  # benchmarks/soak.py: the faces are its models, one process each
         "kind": "soak", "datasets": ["sine"], "seeds": [0], "models": SOAK_FACES,
         "default_models": list(SOAK_FACES),

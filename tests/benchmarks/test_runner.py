@@ -297,7 +297,7 @@ def test_ltsf_md_is_the_summary_beside_published_numbers_and_ltsf_rows_md_every_
 
 def test_every_experiment_names_a_table_known_models_and_budgets():
     families = {"reinpatch", "dlinear", "nlinear", "tsmixer", "tide", "patchtst",
-                "repeat", "naive"}
+                "repeat", "naive", "spike"}
     for name, experiment in specs.EXPERIMENTS.items():
         assert name in specs.TABLES
         assert experiment.get("budget", "reduced") in specs.BUDGETS
