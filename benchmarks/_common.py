@@ -31,7 +31,6 @@ def git_commit() -> str:
     return head + (" + uncommitted changes" if dirty else "")
 
 
-
 def utc_now() -> str:
     return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 

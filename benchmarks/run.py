@@ -6,8 +6,6 @@ Examples
 --------
 python benchmarks/run.py list                                   # experiments and model names
 python benchmarks/run.py ltsf                                   # ETTh1, H=96, default rows
-python benchmarks/run.py ltsf --datasets ETTh1 --horizons 96 --models "uniform R=8" \\
-    --seeds 0 --threads 1                                       # one row, one seed
 python benchmarks/run.py ltsf --datasets all --horizons all --seeds 0 1 2 --budget full
 python benchmarks/run.py events --datasets EPF_FR_BE --settings target --seeds 0
 python benchmarks/run.py readout --models uniform learned --require R=8
@@ -295,54 +293,39 @@ def is_recorded(run: dict, name: str, records: list[dict]) -> bool:
 
 
 def run_in_process(name: str, args: argparse.Namespace) -> None:
-    """Soak each selected face (``soak.py``, one record a face) or time each selected model's
-    predict calls on the panel (``panel.py``, one record a size) in this process; what this
-    commit has measured (a soak: for as many cycles) is skipped, so a stopped command resumes."""
+    """Soak each selected face (``soak.py``, one record a face), time each selected model's
+    predict calls on the panel (``panel.py``, one record a size) or train it on the demo's spike
+    task (``run_spike_task``, one record a seed) in this process; what this commit has measured
+    (a soak: for as many cycles) is skipped, so a stopped command resumes."""
     import panel
     import soak
+    from reinpatch_forecast.cli.demo import run_spike_task
 
     experiment, code = EXPERIMENTS[name], git_commit()
     results = args.out_dir / f"{name}_runs.jsonl"
-    if experiment["kind"] == "spike":
-        return spike(name, experiment, args, results, code)
-    soaking = experiment["kind"] == "soak"
-    key = "face" if soaking else "model"
-    for model in select_models(experiment, args.models, None):
-        cycles = (args.cycles or experiment["cycles"][model]) if soaking else None
-        if (model, cycles, code) in {(r[key], r.get("cycles"), r["commit"])
-                                     for r in load_jsonl(results)}:
+    kind = experiment["kind"]
+    key = "face" if kind == "soak" else "model"
+    seeds = (args.seeds or experiment["seeds"]) if kind == "spike" else [0]
+    for model, seed in itertools.product(select_models(experiment, args.models, None), seeds):
+        cycles = (args.cycles or experiment["cycles"][model]) if kind == "soak" else None
+        if (model, cycles, seed, code) in {(r[key], r.get("cycles"), r["seed"], r["commit"])
+                                           for r in load_jsonl(results)}:
             continue
-        if soaking:
+        if kind == "soak":
             measured = [soak.soak(model, cycles, experiment["every"][model],
                                   experiment["from_cycle"][model], args.threads)]
+        elif kind == "spike":
+            result = run_spike_task(seed=seed, **experiment["models"][model]["kwargs"])
+            measured = [{"test_mse": result.mse, "near_spike": result.near_spike,
+                         "seconds": result.seconds}]
         else:
             measured = panel.panel(model)
         described = experiment["models"][model].get("row", {})  # a face: what a cycle does
         for row in measured:
-            append_jsonl({"experiment": name, key: model, **described, "seed": 0, **row,
+            append_jsonl({"experiment": name, key: model, **described, "seed": seed, **row,
                           "commit": code, "date": utc_now()}, results)
             shown = {k: v for k, v in row.items() if k != "samples"}
-            print(f"[{name}] {model} {shown}", flush=True)
-    report(name, args.out_dir)
-
-
-def spike(name: str, experiment: dict, args: argparse.Namespace, results: Path, code: str):
-    """Train each selected row on the demo's spike task for every seed (``run_spike_task``);
-    a (row, seed) this commit has measured is skipped."""
-    from reinpatch_forecast.cli.demo import run_spike_task
-
-    for model in select_models(experiment, args.models, None):
-        for seed in args.seeds or experiment["seeds"]:
-            if (model, seed, code) in {(r["model"], r["seed"], r["commit"])
-                                       for r in load_jsonl(results)}:
-                continue
-            options = {"patcher": "learned", **experiment["models"][model]["kwargs"]}
-            result = run_spike_task(options.pop("patcher"), seed=seed, **options)
-            row = {"test_mse": result.mse, "near_spike": result.near_spike,
-                   "seconds": result.seconds}
-            append_jsonl({"experiment": name, "model": model, "seed": seed, **row,
-                          "commit": code, "date": utc_now()}, results)
-            print(f"[{name}] {model} seed {seed} {row}", flush=True)
+            print(f"[{name}] {model} seed {seed} {shown}", flush=True)
     report(name, args.out_dir)
 
 

@@ -61,10 +61,9 @@ TABLES: dict[str, Table] = {
                  "date"), std=(), n="runs",
         title="Soak: RSS (MiB) and open descriptors over fit / predict / save / load cycles "
               "(target: under 50 MB RSS growth, no descriptor growth, nothing left behind)"),
-    "spike": Table(
-        keys=("model",), columns=("model", "test_mse", "test_mse_std", "n_seeds", "seeds",
-                                  "near_spike", "seconds", "commit", "date"),
-        title="The demo's spike task: test MSE after 200 steps of 64 windows (2,000 test windows)"),
+    "spike": Table(keys=("model",), columns=("model", "test_mse", "test_mse_std", "n_seeds",
+                                             "seeds", "near_spike", "seconds", "commit", "date"),
+                   title="The demo's spike task: test MSE after 200 steps of 64 windows"),
     "panel": Table(
         keys=("model", "series"),
         columns=("model", "series", "predict_s", "ms_per_series", "rss_before_mb",
@@ -149,11 +148,8 @@ def ltsf_models() -> dict[str, dict]:
     return rows
 
 
-#: The learned patcher at the small defaults (width 8, 3 blocks; G = 8 samples for 32 series
-#: per step), recorded beside the rows of the 32-wide, 4-block patcher that scored every series
-#: with G = 4 (the ``learned`` records up to commit 6191e1b) and of the same small patcher
-#: scoring 16 series (``learned (patcher 8x3, G=8, 16 series)``, ``foundation 8x3
-#: (zero-shot)``: a foundation patcher pretrained that way).
+#: The small patcher (width 8, 3 blocks; G = 8 samples for 32 series per step) beside the
+#: ``learned`` records up to commit 6191e1b (32 wide, 4 blocks, every series scored, G = 4).
 PRICE_ROW = {
     "learned (patcher 8x3, G=8, 32 series)": reinpatch(
         # 32 of a batch's 224 rows (32 windows of ETTh1's seven channels)
@@ -255,35 +251,34 @@ READOUT_MODELS.update({
     for label, options in POLICY_SETTINGS.items()
 })
 
+
 def _decay(gamma: float, **options: Any) -> dict[str, Any]:
     """Options of a learning rate multiplied by ``gamma`` after every epoch."""
     return {"lr_scheduler_cls": "ExponentialLR", "lr_scheduler_kwargs": {"gamma": gamma}, **options}
 
 
-#: The recipe validation picked (the package's defaults).
+#: The recipe that won validation before the weight average (rows named after it vary it).
 RECIPE = "Adam, lr x0.8 an epoch, dropout 0.2"
-#: Training recipes of the default model (learned patcher, R = 8): row -> ``ReinPatchModel``
-#: options. ``optimizer_cls`` and ``lr_scheduler_cls`` name classes of ``torch.optim`` and
-#: ``torch.optim.lr_scheduler`` (records hold names); darts steps a scheduler once an epoch.
+#: The weight average of the package's default: its span grows with the steps taken.
+EMA = {"ema": {"decay": 0.995, "warmup": 10}}
+#: Training recipes of the default model (learned patcher, R = 8, KL anchor 0.1 unless a row
+#: sets it): row -> ``ReinPatchModel`` options. ``optimizer_cls`` and ``lr_scheduler_cls``
+#: name classes of ``torch.optim`` and ``torch.optim.lr_scheduler`` (records hold names);
+#: darts steps a scheduler once an epoch.
 RECIPES = {
     "Adam, constant lr": {}, "Adam, constant lr, EMA": {"ema": 0.995},
-    # an average whose span grows with the steps taken (WeightEMA's warmup)
-    "Adam, constant lr, EMA warmup": {"ema": {"decay": 0.995, "warmup": 10}},
-    "dropout 0.2, EMA warmup": {"dropout": 0.2, "ema": {"decay": 0.995, "warmup": 10}},
+    "Adam, constant lr, EMA warmup": EMA, "dropout 0.2, EMA warmup": {"dropout": 0.2, **EMA},
     # a weaker anchor to the grid: the spike task learns faster under it
-    "Adam, constant lr, EMA warmup, kl 0.03": {"kl_coef": 0.03,
-                                              "ema": {"decay": 0.995, "warmup": 10}},
-    "Adam, constant lr, EMA warmup, uniform patches": {"patcher": "uniform",
-                                                       "ema": {"decay": 0.995, "warmup": 10}},
+    "Adam, constant lr, EMA warmup, kl 0.03": {"kl_coef": 0.03, **EMA},
+    "Adam, constant lr, EMA warmup, uniform patches": {"patcher": "uniform", **EMA},
     # the default recipe on the narrow network a long lookback asks for
-    "Adam, constant lr, EMA warmup, R=16, d_model 32": {
-        "compression_rate": 16, "d_model": 32, "ema": {"decay": 0.995, "warmup": 10}},
+    "Adam, constant lr, EMA warmup, R=16, d_model 32": {"compression_rate": 16, "d_model": 32,
+                                                        **EMA},
     "Adam, constant lr, EMA warmup, R=16, d_model 32, uniform patches": {
-        "compression_rate": 16, "d_model": 32, "patcher": "uniform",
-        "ema": {"decay": 0.995, "warmup": 10}},
+        "compression_rate": 16, "d_model": 32, "patcher": "uniform", **EMA},
     # sktime's fit has no validation: how far do the epochs after the 20th move the average
-    "Adam, constant lr, EMA warmup, 30 epochs, no early stopping": {
-        "ema": {"decay": 0.995, "warmup": 10}, "epochs": 30, "patience": 30},
+    "Adam, constant lr, EMA warmup, 30 epochs, no early stopping": {**EMA, "epochs": 30,
+                                                                    "patience": 30},
     "Adam, lr x0.5 an epoch": _decay(0.5),
     "Adam, lr x0.8 an epoch": _decay(0.8), "Adam, lr 3e-4": {"lr": 3e-4},
     "AdamW (weight decay 0.05)": {"optimizer_cls": "AdamW",
@@ -327,6 +322,7 @@ TRAINING_OVERRIDES = ("patience", "epochs", "batch_size")
 TRAINING_OPTIONS = ("lr", *TRAINING_OVERRIDES)
 RECIPE_MODELS = {name: {**reinpatch(["recipe"], **{"patcher": "learned", "compression_rate": 8,
                                                    "lr_scheduler_cls": None,  # darts' constant
+                                                   "kl_coef": 0.1,  # the study's anchor
                                                    **{k: v for k, v in options.items()
                                                       if k not in TRAINING_OPTIONS}}),
                         **{k: options[k] for k in TRAINING_OPTIONS if k in options}}
@@ -383,9 +379,11 @@ SOAK_FACES = {
 #: Rows of the recipe table the LTSF summary shows, under the names it gives them: the package's
 #: default recipe (its own experiment, the recipe search's), learned and uniform.
 SUMMARY_FROM_RECIPE = {
-    "Adam, constant lr, EMA warmup": "learned (default recipe)",
+    "Adam, constant lr, EMA warmup, kl 0.03": "learned (default recipe)",
+    "Adam, constant lr, EMA warmup": "learned (default recipe, kl 0.1)",
     "Adam, constant lr, EMA warmup, uniform patches": "uniform (default recipe)",
-    "Adam, constant lr, EMA warmup, R=16, d_model 32": "learned (default recipe, R=16, d_model 32)",
+    "Adam, constant lr, EMA warmup, R=16, d_model 32":
+        "learned (default recipe, kl 0.1, R=16, d_model 32)",
     "Adam, constant lr, EMA warmup, R=16, d_model 32, uniform patches":
         "uniform (default recipe, R=16, d_model 32)"}
 #: LTSF rows the summary names by the recipe they trained with (constant rate, dropout 0.1, no
@@ -446,7 +444,7 @@ EXPERIMENTS: dict[str, dict[str, Any]] = {
         "default_models": ["reinpatch", "dlinear"]},
     # cli/demo.py's run_spike_task: a row's kwargs reach it (training: TrainingConfig fields)
     "spike": {"kind": "spike", "datasets": ["spike"], "seeds": [0, 1, 2], "models": {
-        name: {"family": "spike", "kwargs": kwargs} for name, kwargs in [
+        name: {"family": "spike", "kwargs": {"patcher": "learned", **kw}} for name, kw in [
             ("uniform", {"patcher": "uniform"}), ("learned", {}), ("learned, dropout 0.2", {
                 "backbone": {"d_model": 32, "n_layers": 1, "dropout": 0.2}}),
             *((f"learned, {name}", {"training": training}) for name, training in [

@@ -8,7 +8,6 @@ each is measured). Writes ``benchmarks/results/speed.md``, ``speed.csv`` and
 
 python benchmarks/speed.py              # all tables (about 5 minutes on 2 cores)
 python benchmarks/speed.py --quick      # smoke: 1 repeat, no darts peers, L in {96, 192}
-python benchmarks/speed.py --threads 1  # torch threads of every measurement (default 2)
 
 Run it on an otherwise idle machine: with other processes on the cores, use ``--threads 1``
 (two OpenMP threads on a busy 2-core machine inflated every time several-fold in a test).
@@ -262,10 +261,6 @@ MODELS = [
       for g, parts in ((8, 16), (8, 8), (4, 4))),
     {"name": "learned, G=8 for every series", "family": "reinpatch", "patcher": "learned",
      "settings": {"training": {"scored_share": 1.0}}},
-    {"name": "learned, patcher 32x4, G=4 for every series (a former default)",
-     "family": "reinpatch", "patcher": "learned",
-     "settings": {"training": {"group_size": 4, "scored_share": 1.0},
-                  "patcher": {"hidden_size": 32, "n_layers": 4}}},
     {"name": "frozen learned patcher (foundation, zero-shot)", "family": "reinpatch",
      "patcher": "learned", "frozen": True},
     {"name": "darts TSMixer (hidden 64, 2 blocks)", "family": "TSMixer"},

@@ -12,7 +12,7 @@ def test_spike_rows_reach_the_spike_task_once_per_seed(tmp_path, monkeypatch):
     calls = []
 
     def spike_task(patcher, seed, **options):
-        calls.append((patcher, seed, options))
+        calls.append((patcher, seed, options))  # run_spike_task's own parameters
         return demo.SpikeResult(patcher, 0.5 + seed, 0.25, 1.0, None, None, None)
 
     monkeypatch.setattr(demo, "run_spike_task", spike_task)
