@@ -1,8 +1,8 @@
 """Regenerate the figures in docs/_static (``make -C docs figures``; a few minutes on a CPU).
 
 Trains the demo's learned model (``reinpatch_forecast.cli.demo.demo_model``: L = 96, H = 24,
-compression rate 8, the default policy, G = 4, d_model 32, 2 layers; 4 epochs of the 2048 most
-recent windows of the ETTh1 training split, seed 0) and the demo's spike task
+the package's defaults but ``d_model=32``; 4 epochs of the 2048 most recent windows of the
+ETTh1 training split, seed 0) and the demo's spike task
 (``reinpatch_forecast.cli.demo.run_spike_task``, learned and uniform patches, seed 0), then
 draws
 
