@@ -275,8 +275,8 @@ def write_summary(name: str, title: str, rows: Sequence[dict], models: Sequence[
              f"`{name}.csv` by `python benchmarks/run.py report`; every row of it, with seed "
              f"deviations, MAE and epochs, is in `{rows_file}`. Ours: every test window, the "
              "mean over `seeds` seeds (the fewest of the row's horizons); `avg` where all four "
-             "horizons ran. Published rows come from other code (design section 4); some "
-             "truncated the test set.\n"]
+             "horizons ran. Published rows come from other code (their sources: `PUBLISHED` in "
+             "`benchmarks/specs.py`); some truncated the test set.\n"]
     for protocol in ("full", "reduced"):
         datasets = list(dict.fromkeys(r["dataset"] for r in rows if r["protocol"] == protocol))
         for dataset in datasets:
