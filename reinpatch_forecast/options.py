@@ -167,6 +167,9 @@ class PretrainingDefaults:
     #: The throwaway backbone's dropout; it trains at a constant learning rate (no schedule),
     #: the recipe the shipped patcher was pretrained with.
     dropout: float = 0.1
+    #: The pretrained patcher's decode margin (``LearnedPatcher``'s ``decode_margin``): used
+    #: frozen on a series unlike its corpus, it keeps the grid unless its scores are clear.
+    decode_margin: float = 1.0
 
 
 #: The one instance of :class:`PretrainingDefaults`.

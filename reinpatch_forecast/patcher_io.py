@@ -25,7 +25,7 @@ __all__ = ["PATCHER_FORMAT", "PATCHER_VERSION", "PRETRAINED_SHA256", "patcher_st
            "load_pretrained_patcher", "file_sha256", "resolve_patcher_state"]
 
 #: SHA-256 of the shipped ``pretrained/patcher.pt`` (checked by the test suite).
-PRETRAINED_SHA256 = "d0261f19246ae3b36df7b072f6b473c6d4085a8d4ee20270eb0f69523ce5863f"
+PRETRAINED_SHA256 = "e87f5b995572fd3ee86756d609401f780fce9012bcccdd68a0aae696b51d395e"
 
 PATCHER_FORMAT = "reinpatch-forecast/patcher"
 #: The file format's version; a file of another version is refused with the way to a new one.

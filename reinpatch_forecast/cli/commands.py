@@ -154,7 +154,7 @@ def pretrain_patcher_command(args: argparse.Namespace) -> int:
             compression_rate=args.compression_rate, group_size=args.group_size,
             scored_share=args.scored_share, n_epochs=args.epochs,
             max_windows_per_series=args.max_windows,
-            kl_coef=args.kl_coef, random_state=args.seed,
+            kl_coef=args.kl_coef, decode_margin=args.decode_margin, random_state=args.seed,
             verbose=not args.quiet,
         )
     seconds = time.perf_counter() - began

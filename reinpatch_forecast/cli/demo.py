@@ -33,6 +33,7 @@ from .._lightning import quiet_trainer_kwargs
 from ..darts import PatchBoundaries, ReinPatchModel
 from ..data import load_bundled_etth1, prepare_ltsf
 from ..nn import ReinPatchConfig, ReinPatchNetwork, uniform_starts
+from ..patcher_io import load_pretrained_patcher
 
 
 @dataclass
@@ -208,7 +209,7 @@ class SpikeResult:
     Attributes
     ----------
     patcher : str
-        ``"learned"`` or ``"uniform"``.
+        ``"learned"``, ``"uniform"`` or ``"pretrained"``.
     mse : float
         Test MSE over 2,000 fresh windows (the target's variance is 4/3).
     near_spike : float
@@ -265,14 +266,22 @@ def spike_network(patcher: str, density_sigma: float = 1.0,
     ``density_sigma=1``; uniform patches 0.91-1.00).
     ``backbone`` holds fields of :class:`~reinpatch_forecast.nn.BackboneConfig` (default
     :data:`SPIKE_BACKBONE`) and ``training`` fields of
-    :class:`~reinpatch_forecast.nn.TrainingConfig` (default the package's)."""
+    :class:`~reinpatch_forecast.nn.TrainingConfig` (default the package's).
+    ``patcher="pretrained"`` is the shipped foundation patcher, frozen (zero-shot: only the
+    backbone trains)."""
+    frozen = None
+    if patcher == "pretrained":
+        # loaded on a fork of the global generator (building it draws initial weights), so
+        # the backbone's weights and the training windows are those of `patcher="uniform"`
+        with torch.random.fork_rng(devices=[]):
+            frozen = load_pretrained_patcher().freeze()
     return ReinPatchNetwork(ReinPatchConfig(
         input_length=SPIKE_LOOKBACK, output_length=SPIKE_HORIZON,
         compression_rate=SPIKE_LOOKBACK / SPIKE_PATCHES, revin=False,
-        patcher=dict(name=patcher, density_sigma=density_sigma),
+        patcher=dict(name="learned" if frozen else patcher, density_sigma=density_sigma),
         backbone=dict(SPIKE_BACKBONE if backbone is None else backbone),
         training=dict(training or {}),
-    ))
+    ), patcher=frozen)
 
 
 def run_spike_task(patcher: str, steps: int = 200, batch_size: int = 64, seed: int = 0,
@@ -288,7 +297,7 @@ def run_spike_task(patcher: str, steps: int = 200, batch_size: int = 64, seed: i
     Parameters
     ----------
     patcher
-        ``"learned"`` or ``"uniform"``.
+        ``"learned"``, ``"uniform"`` or ``"pretrained"`` (:func:`spike_network`).
     steps, batch_size
         Adam steps (learning rate 1e-3 for the backbone, 3e-3 for the patcher, as the darts
         model sets them) and windows per step.

@@ -304,6 +304,10 @@ def build_parser() -> argparse.ArgumentParser:
                           default=option_default("kl_coef"), metavar="W",
                           help="weight of the KL anchor to the uniform grid (default: "
                                "%(default)s)")
+    pretrain.add_argument("--decode-margin", type=_non_negative_float,
+                          default=PRETRAINING.decode_margin, metavar="M",
+                          help="the patcher keeps the grid where its scores stay within M "
+                               "exploration scales (default: %(default)s)")
     pretrain.add_argument("--epochs", type=_positive_int, default=PRETRAINING.n_epochs,
                           help="epochs (default: %(default)s)")
     pretrain.add_argument("--max-windows", type=_positive_int,

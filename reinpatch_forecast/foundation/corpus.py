@@ -7,7 +7,8 @@ Three sources of univariate series, each returned as ``{name: values}`` (1-D flo
   row is ever seen by a pretrained patcher;
 - :func:`library_series`: real series bundled with sktime and statsmodels (airline passengers,
   lynx, PBS, US macro data, CO2, sunspots, El Nino, Nile);
-- :func:`synthetic_series`: trends, seasonality, regime switches, spikes and random walks.
+- :func:`synthetic_series`: trends, seasonality, regime switches, spikes, random walks
+  and impulses whose size sets a later plateau.
 
 :func:`default_corpus` joins them: it is the corpus of the patcher shipped in
 ``reinpatch_forecast/pretrained/`` (see its README for the command that reproduces the file).
@@ -26,7 +27,7 @@ __all__ = ["SYNTHETIC_KINDS", "synthetic_series", "library_series", "ltsf_traini
 
 #: The families of synthetic series, in the order :func:`synthetic_series` cycles through them.
 SYNTHETIC_KINDS = ("trend", "seasonal", "multi_seasonal", "regime", "spikes", "random_walk",
-                   "level_shifts", "bursts")
+                   "level_shifts", "bursts", "impulses")
 
 
 def synthetic_series(n_series: int = 48, length: int = 1024,
@@ -82,9 +83,20 @@ def synthetic_series(n_series: int = 48, length: int = 1024,
         elif kind == "level_shifts":
             jumps = (rng.uniform(size=length) < 0.01) * rng.normal(0, 3, length)
             values = np.cumsum(jumps) + noise
-        else:  # bursts: quiet noise with short high-variance episodes
+        elif kind == "bursts":  # quiet noise with short high-variance episodes
             active = np.convolve(rng.uniform(size=length) < 0.01, np.ones(20), mode="same") > 0
             values = noise * np.where(active, 10.0, 1.0)
+        else:  # impulses: a one-step spike at a random time sets the level of a later plateau,
+            # so a forecast needs the spike's size, which a patch around it isolates
+            values = rng.normal(0.0, 0.3, length)
+            event = int(rng.integers(0, 32))
+            while event < length:
+                size = rng.uniform(-2.0, 2.0)
+                values[event] += size
+                begin = event + int(rng.integers(1, 9))
+                end = begin + int(rng.integers(16, 33))
+                values[begin:end] += size
+                event = end + int(rng.integers(8, 41))
         out[f"synthetic/{kind}/{i}"] = values
     return out
 

@@ -124,6 +124,7 @@ def pretrain_patcher(
     learning_rate: float = 1e-3,
     kl_coef: float = option_default("kl_coef"),
     hidden_size: int = DEFAULT_PATCHER_SIZES["hidden_size"],
+    decode_margin: float = PRETRAINING.decode_margin,
     random_state: int = 0,
     verbose: bool = False,
     pl_trainer_kwargs: dict | None = None,
@@ -158,6 +159,11 @@ def pretrain_patcher(
         Size of the throwaway backbone.
     hidden_size
         Channels of the patcher's convolutions.
+    decode_margin
+        The patcher's decode margin, in units of its exploration scale
+        (:class:`~reinpatch_forecast.nn.LearnedPatcher`): its decode keeps the uniform grid
+        wherever its scores stay within the margin. The pretraining decodes with it too, so
+        the group's rewards are measured against the patching the patcher will predict with.
     random_state
         Seed: the same seed and corpus give the same patcher.
     verbose
@@ -224,7 +230,7 @@ def pretrain_patcher(
     trainer_kwargs["callbacks"] = [*trainer_kwargs.get("callbacks", []), _History()]
     with torch.random.fork_rng():
         torch.manual_seed(random_state)  # the patcher's initial weights follow the seed
-        initial = LearnedPatcher(hidden_size=hidden_size)
+        initial = LearnedPatcher(hidden_size=hidden_size, decode_margin=decode_margin)
     model = ReinPatchModel(
         input_chunk_length=input_chunk_length, output_chunk_length=output_chunk_length,
         compression_rate=compression_rate, patcher="learned", patcher_init=initial,
@@ -247,7 +253,7 @@ def pretrain_patcher(
                     batch_size=batch_size,
                     max_windows_per_series=max_windows_per_series, val_fraction=val_fraction,
                     d_model=d_model, n_layers=n_layers, learning_rate=learning_rate,
-                    kl_coef=kl_coef, hidden_size=hidden_size,
+                    kl_coef=kl_coef, hidden_size=hidden_size, decode_margin=decode_margin,
                     random_state=random_state)
     return PretrainResult(patcher=patcher, history=history, n_series=len(arrays),
                           n_train_windows=n_windows, settings=settings)

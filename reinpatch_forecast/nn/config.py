@@ -105,6 +105,9 @@ class PatcherConfig:
         :class:`~reinpatch_forecast.nn.learned_patcher.LearnedPatcher`).
     density_sigma, density_knots, min_length
         Exploration scale, cells per grid patch and shortest patch of its density policy.
+    decode_margin
+        The decode's soft threshold on the policy's cell means, in units of
+        ``density_sigma``: ``0`` for a new patcher; a given (pretrained) patcher brings its own.
     """
 
     name: str = "learned"
@@ -114,6 +117,7 @@ class PatcherConfig:
     density_sigma: float = 0.5
     density_knots: int = 4
     min_length: int = 2
+    decode_margin: float = 0.0
 
     def __post_init__(self) -> None:
         if self.name not in PATCHER_NAMES:

@@ -75,6 +75,11 @@ class LearnedPatcher(Patcher):
     density_sigma, density_knots, min_length
         Exploration scale, cells per grid patch and shortest patch of the density policy
         (:class:`~reinpatch_forecast.nn.policies.DensityPolicy`).
+    decode_margin
+        The decode's soft threshold on the policy's cell means, in units of
+        ``density_sigma`` (:class:`~reinpatch_forecast.nn.policies.DensityPolicy`): ``0``
+        decodes the scores as they are; a foundation patcher used frozen keeps the grid where
+        its scores stay within the margin.
     at_most
         An at-most token budget (one level): a head on the time-pooled features scores each
         share of :data:`~reinpatch_forecast.nn.policies.BUDGET_SHARES`, each draw picks how
@@ -98,7 +103,7 @@ class LearnedPatcher(Patcher):
                  n_layers: int = DEFAULT_PATCHER_SIZES["n_layers"],
                  kernel_size: int = DEFAULT_PATCHER_SIZES["kernel_size"], levels: int = 1,
                  density_sigma: float = 0.5, density_knots: int = 4, min_length: int = 2,
-                 at_most: bool = False) -> None:
+                 at_most: bool = False, decode_margin: float = 0.0) -> None:
         super().__init__()
         levels = check_levels(levels)
         if kernel_size < 1 or kernel_size % 2 == 0:
@@ -116,7 +121,8 @@ class LearnedPatcher(Patcher):
         self.density_sigma = float(density_sigma)
         self.density_knots = int(density_knots)
         self.min_length = int(min_length)
-        self.policy = DensityPolicy(self.density_sigma, self.density_knots, self.min_length)
+        self.policy = DensityPolicy(self.density_sigma, self.density_knots, self.min_length,
+                                    decode_margin=decode_margin)
         self.input_proj = nn.Conv1d(2, hidden_size, kernel_size, padding="same",
                                     padding_mode="replicate")
         self.blocks = nn.ModuleList(
@@ -145,6 +151,7 @@ class LearnedPatcher(Patcher):
             "kernel_size": self.kernel_size, "levels": self.levels,
             "density_sigma": self.density_sigma, "density_knots": self.density_knots,
             "min_length": self.min_length, "at_most": self.at_most,
+            "decode_margin": self.policy.decode_margin,
         }
 
     def _features(self, x: Tensor) -> Tensor:

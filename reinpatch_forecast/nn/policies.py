@@ -265,12 +265,21 @@ class DensityPolicy:
     antithetic
         Draw ``eps`` in pairs ``(eps, -eps)`` when ``G`` is even (less variance in the
         advantage).
+    decode_margin
+        The mode shrinks every cell's mean toward zero by ``decode_margin * sigma`` (a soft
+        threshold), so a cell the patcher cannot tell from the grid within that share of its
+        own exploration scale decodes as the grid. ``0`` keeps the mode ``u = mu``. Draws are
+        unchanged.
     """
 
     def __init__(self, sigma: float = 0.5, knots: int = 4, min_length: int = 2,
-                 antithetic: bool = True) -> None:
+                 antithetic: bool = True, decode_margin: float = 0.0) -> None:
         if not sigma > 0:
             raise ReinPatchInputError(f"The density policy's sigma must be > 0, got {sigma}.")
+        if not decode_margin >= 0:
+            raise ReinPatchInputError(
+                f"The density policy's decode_margin must be >= 0, got {decode_margin}."
+            )
         if knots < 1 or min_length < 1:
             raise ReinPatchInputError(
                 f"knots and min_length must be >= 1, got {knots}, {min_length}."
@@ -279,6 +288,14 @@ class DensityPolicy:
         self.knots = int(knots)
         self.min_length = int(min_length)
         self.antithetic = antithetic
+        self.decode_margin = float(decode_margin)
+
+    def _mode_action(self, mean: Tensor) -> Tensor:
+        """The mode's action from the cell means ``(R, K)``: ``mean`` soft-thresholded at
+        ``decode_margin * sigma``."""
+        if self.decode_margin == 0:
+            return mean
+        return torch.sign(mean) * F.relu(mean.abs() - self.decode_margin * self.sigma)
 
     def _cells(self, length: int, n_patches: int,
                device: torch.device) -> tuple[Tensor, Tensor, "CellSteps"]:
@@ -387,9 +404,9 @@ class DensityPolicy:
             else:
                 noise = torch.randn(rows, group, cells, device=scores.device, dtype=scores.dtype,
                                     generator=generator)
+            action = mean.detach().unsqueeze(1) + self.sigma * noise  # (R, G, K)
         else:
-            noise = scores.new_zeros(rows, 1, cells)  # the mode
-        action = mean.detach().unsqueeze(1) + self.sigma * noise  # (R, G, K)
+            action = self._mode_action(mean.detach()).unsqueeze(1)  # (R, 1, K): the mode
         log_norm = cells * (math.log(self.sigma) + 0.5 * math.log(2 * math.pi))
         log_prob = -((action - mean.unsqueeze(1)) ** 2).sum(-1) / (2 * self.sigma**2) - log_norm
         entropy = mean.new_full((rows,), cells * (0.5 + 0.5 * math.log(2 * math.pi))
@@ -414,7 +431,7 @@ class DensityPolicy:
         if n_patches == 1:
             return torch.zeros(rows, 1, 1, dtype=torch.long, device=scores.device)
         cell_start, cell_length, steps = self._cells(length, n_patches, scores.device)
-        action = steps.means(scores).detach().unsqueeze(1)  # (R, 1, K): the mode, u = mu
+        action = self._mode_action(steps.means(scores).detach()).unsqueeze(1)  # (R, 1, K)
         used = None
         if count_scores is not None:
             # argmax of the log-probabilities, as draw takes it (ties: the full budget)

@@ -93,3 +93,38 @@ def test_the_spike_task_trains_through_the_public_training_loss(monkeypatch):
     frozen = run_spike_task("learned", steps=2, n_test=64)
     assert trained.mse != untrained.mse
     assert frozen.mse == untrained.mse
+
+
+def test_the_spike_task_uses_the_shipped_patcher_frozen(monkeypatch):
+    """``patcher="pretrained"``: the foundation patcher decodes, only the backbone trains."""
+    from reinpatch_forecast.cli import demo
+    from reinpatch_forecast.patcher_io import load_pretrained_patcher
+
+    built = []
+    spike_network = demo.spike_network
+    monkeypatch.setattr(demo, "spike_network",
+                        lambda *args, **kwargs: built.append(spike_network(*args, **kwargs))
+                        or built[-1])
+    result = run_spike_task("pretrained", steps=2, n_test=64)
+    network = built[0]
+    assert not network.trains_patcher and network.patcher_parameters() == []
+    shipped = load_pretrained_patcher().state_dict()
+    assert all(torch.equal(value, shipped[name])
+               for name, value in network.patcher.state_dict().items())
+    x, _, _ = spike_batch(8, torch.Generator().manual_seed(3))
+    decoded = load_pretrained_patcher().decode_starts(x[..., 0], 8)[0][:, 0]
+    assert torch.equal(network.boundaries(x)[:, 0], decoded)
+    assert np.isfinite(result.mse)
+
+
+def test_a_frozen_patcher_that_keeps_the_grid_trains_the_spike_task_as_uniform(monkeypatch):
+    """Loading the patcher leaves the global generator alone: with a patcher that decodes the
+    grid (a new one), the backbone sees the windows and initial weights of uniform patches."""
+    from reinpatch_forecast.cli import demo
+    from reinpatch_forecast.nn import LearnedPatcher
+
+    monkeypatch.setattr(demo, "load_pretrained_patcher", lambda: LearnedPatcher())
+    frozen = run_spike_task("pretrained", steps=3, n_test=64)
+    uniform = run_spike_task("uniform", steps=3, n_test=64)
+    assert frozen.mse == uniform.mse
+

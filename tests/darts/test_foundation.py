@@ -21,7 +21,8 @@ from reinpatch_forecast.patcher_io import (
     pretrained_patcher_path,
     save_patcher,
 )
-from reinpatch_forecast.nn import LearnedPatcher
+from reinpatch_forecast.nn import LearnedPatcher, uniform_starts
+from reinpatch_forecast.options import PRETRAINING
 
 
 def _weights(patcher: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -129,6 +130,22 @@ def test_pretrain_with_another_kl_coef_saves_and_loads(tmp_path):
     assert _same(_weights(loaded), _weights(result.patcher))
 
 
+def test_pretrained_decode_margin_is_kept_by_the_file_and_keeps_the_grid(tmp_path):
+    result = _tiny_pretrain(n_epochs=1, group_size=2, decode_margin=0.7)
+    assert result.settings["decode_margin"] == 0.7
+    assert result.patcher.policy.decode_margin == 0.7
+    path = tmp_path / "patcher.pt"
+    save_patcher(result.patcher, path)
+    loaded = load_patcher(path)
+    assert loaded.policy.decode_margin == 0.7
+    # a margin far beyond every score decodes the grid; no margin decodes the scores
+    x = torch.randn(6, 48).cumsum(-1)
+    loaded.policy.decode_margin = 1e6
+    assert torch.equal(loaded.decode_starts(x, 6)[0][:, 0], uniform_starts(48, 6).expand(6, -1))
+    default = _tiny_pretrain(n_epochs=1, group_size=2).patcher.policy.decode_margin
+    assert default == PRETRAINING.decode_margin
+
+
 def test_pretrain_accepts_darts_pandas_and_numpy_series_of_any_length():
     rng = np.random.default_rng(0)
     corpus = [
@@ -224,15 +241,19 @@ def test_patcher_init_from_a_file_and_from_an_object(make_model, series, tmp_pat
 
 
 @pytest.mark.parametrize("given", ["object", "file", "init"])
-def test_a_given_patcher_keeps_its_settings(make_model, tmp_path, given):
+def test_a_given_patcher_keeps_its_settings(make_model, series, tmp_path, given):
     torch.manual_seed(0)
-    density = LearnedPatcher(hidden_size=8, n_layers=1, density_sigma=1.0)
+    density = LearnedPatcher(hidden_size=8, n_layers=1, density_sigma=1.0, decode_margin=0.75)
     path = tmp_path / "density.pt"
     save_patcher(density, path)
     source = {"object": dict(patcher=density), "file": dict(patcher=path),
               "init": dict(patcher_init=density)}[given]
-    patcher = make_model(**source).network_config.patcher
-    assert (patcher.hidden_size, patcher.n_layers, patcher.density_sigma) == (8, 1, 1.0)
+    model = make_model(**source, n_epochs=1)
+    patcher = model.network_config.patcher
+    assert (patcher.hidden_size, patcher.n_layers, patcher.density_sigma,
+            patcher.decode_margin) == (8, 1, 1.0, 0.75)
+    model.fit(series)
+    assert model.model.network.patcher.config() == density.config()
 
 
 def test_a_patcher_file_of_a_benchmark_policy_is_refused_clearly(tmp_path):

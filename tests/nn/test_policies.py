@@ -188,6 +188,29 @@ def test_density_can_move_boundaries_far_from_the_grid():
     assert int(lengths.min()) >= 2  # min_length
 
 
+def test_decode_margin_keeps_the_grid_where_the_scores_are_small():
+    """Cells within the margin decode as the grid; a cell far beyond it still moves a start;
+    draws ignore the margin."""
+    length, n_patches = 96, 12
+    grid = uniform_starts(length, n_patches, torch.device("cpu"))
+    torch.manual_seed(0)
+    weak = 0.2 * torch.randn(4, length)  # |cell means| well below 0.5 * sigma
+    strong = weak.clone()
+    strong[:, 40:43] += 6.0  # a peak of density: a short patch around step 41
+    plain, margin = DensityPolicy(sigma=0.5), DensityPolicy(sigma=0.5, decode_margin=1.0)
+    assert not torch.equal(plain.mode(weak, n_patches)[:, 0], grid.expand(4, -1))
+    assert torch.equal(margin.mode(weak, n_patches)[:, 0], grid.expand(4, -1))
+    moved = margin.mode(strong, n_patches)[:, 0]
+    assert torch.equal(moved, margin.draw(strong, n_patches, 1, sample=False).starts[:, 0])
+    assert bool(((moved >= 38) & (moved <= 44)).sum(-1).ge(2).all())
+    torch.manual_seed(1)
+    drawn_plain = plain.draw(weak, n_patches, 4, sample=True)
+    torch.manual_seed(1)
+    drawn_margin = margin.draw(weak, n_patches, 4, sample=True)
+    assert torch.equal(drawn_plain.starts, drawn_margin.starts)
+    torch.testing.assert_close(drawn_plain.log_prob, drawn_margin.log_prob)
+
+
 def test_density_samples_come_in_antithetic_pairs():
     policy = DensityPolicy(sigma=0.5)
     torch.manual_seed(0)
@@ -244,6 +267,8 @@ def test_explore_decode_and_samples_share_one_score_pass(monkeypatch):
 def test_bad_settings_are_clear_errors():
     with pytest.raises(ValueError, match="sigma must be > 0"):
         DensityPolicy(sigma=0.0)
+    with pytest.raises(ValueError, match="decode_margin must be >= 0"):
+        DensityPolicy(decode_margin=-0.5)
 
 
 def test_policy_draws_are_exhaustive_on_a_tiny_case():
