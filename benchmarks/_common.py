@@ -1,5 +1,5 @@
 """Helpers the benchmark scripts share: the commit and date stamp, the process's memory, a
-measurement in a fresh process, median timing, and CSV and markdown files."""
+measurement in a fresh process, timing, and CSV and markdown files."""
 
 from __future__ import annotations
 
@@ -55,17 +55,19 @@ def run_child(script: str, spec: dict, env: dict[str, str] | None = None, **flag
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+def seconds(call: Callable[[], object]) -> float:
+    """Wall time of one ``call()``."""
+    began = time.perf_counter()
+    call()
+    return time.perf_counter() - began
+
+
 def median_seconds(step: Callable[[], object], repeats: int, warmup: int = 2) -> float:
     """Median wall time of ``step`` over ``repeats`` calls after ``warmup`` untimed ones (the
     median: one call slowed by another process on a shared machine does not move it)."""
     for _ in range(warmup):
         step()
-    times = []
-    for _ in range(repeats):
-        began = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - began)
-    return statistics.median(times)
+    return statistics.median([seconds(step) for _ in range(repeats)])
 
 
 def write_csv(path: Path, rows: Iterable[dict], fields: Sequence[str],

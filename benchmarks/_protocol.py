@@ -26,10 +26,6 @@ from reinpatch_forecast.data import sliding_windows
 if TYPE_CHECKING:  # darts is heavy; only the darts forecaster needs it, at call time
     from darts.models.forecasting.torch_forecasting_model import TorchForecastingModel
 
-__all__ = ["BASELINES", "PredictFn", "baseline_predict_fn", "darts_predict_fn",
-           "decoded_patch_statistics", "evaluate_windows", "patch_statistics",
-           "repeat_forecast", "seasonal_naive_forecast"]
-
 #: A batch forecaster: input windows ``(b, L, C)`` -> forecasts ``(b, H, C)``.
 PredictFn = Callable[[np.ndarray], np.ndarray]
 
@@ -66,7 +62,7 @@ def evaluate_windows(predict_fn: PredictFn, split_array: np.ndarray, lookback: i
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}.")
     x_all, y_all = sliding_windows(split_array, lookback, horizon)
-    n_total = x_all.shape[0]
+    n_total, _, n_channels = x_all.shape
     n_used = n_total
     if drop_last_batch_size is not None:
         if int(drop_last_batch_size) < 1:
@@ -75,7 +71,6 @@ def evaluate_windows(predict_fn: PredictFn, split_array: np.ndarray, lookback: i
         if n_used == 0:
             raise ValueError(f"drop_last_batch_size={drop_last_batch_size} leaves none of the "
                              f"{n_total} windows.")
-    n_channels = x_all.shape[2]
 
     sq_sum = 0.0
     abs_sum = np.zeros(n_channels)  # (C,): per channel, for scores on each channel's own scale
@@ -211,6 +206,5 @@ def decoded_patch_statistics(model, array, lookback: int, windows: int = 256) ->
     ends = np.unique(np.linspace(0, last, num=min(windows, last + 1)).round().astype(int))
     series = [TimeSeries.from_values(np.ascontiguousarray(array[e:e + lookback],
                                                           dtype=np.float32)) for e in ends]
-    found = model.patch_boundaries(series)
-    starts = np.stack([b.starts for b in found])  # (S, C, N)
+    starts = np.stack([b.starts for b in model.patch_boundaries(series)])  # (S, C, N)
     return patch_statistics(starts, lookback)

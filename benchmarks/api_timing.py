@@ -45,7 +45,7 @@ OT = 6  # ETTh1's oil temperature column
 
 def shape_data(shape: str, data, lookback: int, windows: int, n_forecasts: int) -> dict:
     """What ``fit`` and ``historical_forecasts`` read for ``shape``: the training series (one
-    or a list), ``max_samples_per_ts``, the series forecast over and the ``start`` position."""
+    or a list), ``max_samples_per_ts``, the series forecast over and its ``start`` arguments."""
     from darts import TimeSeries
 
     train, val = data.arrays["train"], data.arrays["val"]  # (T, 7) each, scaled
@@ -53,7 +53,7 @@ def shape_data(shape: str, data, lookback: int, windows: int, n_forecasts: int) 
         columns = slice(None) if shape == "seven channels" else slice(OT, OT + 1)
         return {"train": TimeSeries.from_values(train[:, columns]), "per_series": windows,
                 "forecast": TimeSeries.from_values(
-                    val[:lookback + HORIZON - 1 + n_forecasts, columns]), "start": None}
+                    val[:lookback + HORIZON - 1 + n_forecasts, columns]), "start": {}}
     pieces = [train[start:start + PANEL_HOURS, channel]
               for channel in range(train.shape[1])
               for start in range(0, len(train) - PANEL_HOURS + 1, PANEL_HOURS)][:PANEL_SERIES]
@@ -63,8 +63,8 @@ def shape_data(shape: str, data, lookback: int, windows: int, n_forecasts: int) 
     panel = [TimeSeries.from_values(piece[:, None]) for piece in pieces]
     per_series = math.ceil(windows / PANEL_SERIES)
     forecasts = max(1, n_forecasts // PANEL_SERIES)
-    return {"train": panel, "per_series": per_series, "forecast": panel,
-            "start": PANEL_HOURS - HORIZON - forecasts + 1}
+    return {"train": panel, "per_series": per_series, "forecast": panel, "start": {
+        "start": PANEL_HOURS - HORIZON - forecasts + 1, "start_format": "position"}}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -110,11 +110,9 @@ def main(argv: list[str] | None = None) -> None:
                     model.fit(inputs["train"], max_samples_per_ts=inputs["per_series"],
                               verbose=False)
                     fitted = time.perf_counter()
-                    extra = ({} if inputs["start"] is None
-                             else {"start": inputs["start"], "start_format": "position"})
                     forecasts = model.historical_forecasts(
                         inputs["forecast"], forecast_horizon=HORIZON, stride=1, retrain=False,
-                        last_points_only=True, verbose=False, **extra)
+                        last_points_only=True, verbose=False, **inputs["start"])
                 times[patcher]["fit_s"].append(fitted - began)
                 times[patcher]["forecast_s"].append(time.perf_counter() - fitted)
         train = inputs["train"] if isinstance(inputs["train"], list) else [inputs["train"]]
@@ -125,8 +123,7 @@ def main(argv: list[str] | None = None) -> None:
                 "channels": train[0].n_components,
                 "train_windows": sum(min(inputs["per_series"], len(s) - lookback - HORIZON + 1)
                                      for s in train),
-                "forecasts": sum(len(f) for f in made), "repeats": repeats,
-                "threads": args.threads,
+                "forecasts": sum(len(f) for f in made), "repeats": repeats, "threads": args.threads,
                 **{key: statistics.median(values) for key, values in runs.items()}})
 
     uniform = {row["shape"]: row for row in rows if row["model"] == "uniform"}

@@ -66,8 +66,7 @@ def cell_scores(records: list[dict], candidates: list[str], protocol: str,
     return scores
 
 
-def leave_one_out(scores: dict[tuple, dict[str, float]],
-                  candidates: list[str]) -> list[dict]:
+def leave_one_out(scores: dict[tuple, dict[str, float]], candidates: list[str]) -> list[dict]:
     """One row per dataset: the candidate chosen on the others and its gap on this one."""
     datasets = list(dict.fromkeys(cell[0] for cell in scores))
 
@@ -96,8 +95,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--records", type=Path, default=RESULTS / "recipe_runs.jsonl")
     parser.add_argument("--out-dir", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
-    records = load_jsonl(args.records)
-    scores = cell_scores(records, args.candidates, args.protocol, default_cells())
+    scores = cell_scores(load_jsonl(args.records), args.candidates, args.protocol, default_cells())
     if not scores:
         raise SystemExit("no cell has records of every candidate")
     rows = leave_one_out(scores, args.candidates)

@@ -13,13 +13,12 @@ least-squares line through the times; its worst gap says how linear they are.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from _common import status_mb
+from _common import seconds, status_mb
 
 SERIES, FIT_SAMPLE, SIZES, REPEATS = 5_000, 200, (500, 1_000, 2_500, 5_000), 5
 LOOKBACK, HORIZON = 24, 6
@@ -67,9 +66,7 @@ def panel(model: str, seed: int = 0) -> list[dict[str, Any]]:
     series = make_panel(seed=seed)
     fitted = build(model, seed)
     with quiet_lightning():
-        started = time.perf_counter()
-        fitted.fit(series[:: SERIES // FIT_SAMPLE][:FIT_SAMPLE])
-        fit_seconds = time.perf_counter() - started
+        fit_seconds = seconds(lambda: fitted.fit(series[:: SERIES // FIT_SAMPLE][:FIT_SAMPLE]))
         rows = [_time_predict(fitted, series[:n]) | {"fit_s": fit_seconds} for n in SIZES]
     slope, fixed = np.polyfit([r["series"] for r in rows], [r["predict_s"] for r in rows], 1)
     gap = max(abs(r["predict_s"] - (fixed + slope * r["series"])) / (fixed + slope * r["series"])
@@ -86,9 +83,7 @@ def _time_predict(model, series: list) -> dict[str, float]:
     rss_before, times = status_mb("VmRSS")["VmRSS"], []
     for _ in range(REPEATS):
         Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM to the current RSS
-        started = time.perf_counter()
-        model.predict(**call)
-        times.append(time.perf_counter() - started)
+        times.append(seconds(lambda: model.predict(**call)))
     return {"series": len(series), "predict_s": min(times),
             "ms_per_series": 1000 * min(times) / len(series), "rss_before_mb": rss_before,
             "peak_rss_mb": status_mb("VmHWM")["VmHWM"]}

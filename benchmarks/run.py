@@ -34,8 +34,9 @@ from _common import git_commit, utc_now  # noqa: E402
 from _data import DEFAULT_DATA, Data, event_data, ltsf_data, original_scale_mae  # noqa: E402
 from _protocol import (baseline_predict_fn, decoded_patch_statistics,  # noqa: E402
                        evaluate_windows)
-from specs import (BUDGETS, EXPERIMENTS, PUBLISHED, SUMMARY_FROM_RECIPE,  # noqa: E402
-                   SUMMARY_LABELS, SUMMARY_MODELS, TABLES, TRAINING_OVERRIDES)
+from specs import (BUDGETS, EXPERIMENTS, PUBLISHED, RECIPE_BY_LOOKBACK,  # noqa: E402
+                   RECIPE_LOOKBACKS, SUMMARY_FROM_RECIPE, SUMMARY_LABELS, SUMMARY_MODELS,
+                   TABLES, TRAINING_OVERRIDES, by_lookback)
 from tables import (RESULTS, append_jsonl, load_jsonl, report_rows,  # noqa: E402
                     write_report, write_summary)
 
@@ -335,14 +336,21 @@ def run_in_process(name: str, args: argparse.Namespace) -> None:
 def report(name: str, out_dir: Path) -> None:
     """``<name>.csv`` and ``<name>.md``; for ``ltsf`` the markdown is the summary beside
     published numbers, and its every row goes to ``ltsf_rows.md``."""
-    rows = write_report(name, TABLES[name], load_jsonl(out_dir / f"{name}_runs.jsonl"), out_dir,
-                        markdown="ltsf_rows.md" if name == "ltsf" else None)
-    if name == "ltsf":
-        recipe = [{**row, "model": SUMMARY_FROM_RECIPE[row["model"]]}
-                  for row in report_rows(load_jsonl(out_dir / "recipe_runs.jsonl"),
+    recipe = []
+    if name == "ltsf":  # recipe rows by their summary names, and their picks of the lookback
+        picks = {model: by_lookback(row, 1, len(RECIPE_LOOKBACKS)) for row, models in
+                 RECIPE_BY_LOOKBACK.items() for model in models}
+        recipe = [{**row, "model": SUMMARY_FROM_RECIPE.get(row["model"], row["model"])}
+                  for row in report_rows([{**r, "pick": picks.get(r["model"])} for r in
+                                          load_jsonl(out_dir / "recipe_runs.jsonl")],
                                          TABLES["recipe"])
-                  if row["model"] in SUMMARY_FROM_RECIPE]
-        rows = [{**row, "model": SUMMARY_LABELS.get(row["model"], row["model"])} for row in rows]
+                  if row["model"] in SUMMARY_FROM_RECIPE or row["model"] in RECIPE_BY_LOOKBACK]
+    picked = [row for row in recipe if row["model"] in RECIPE_BY_LOOKBACK]
+    rows = write_report(name, TABLES[name], load_jsonl(out_dir / f"{name}_runs.jsonl"), out_dir,
+                        markdown="ltsf_rows.md" if name == "ltsf" else None, extra=picked)
+    if name == "ltsf":
+        rows = [{**row, "model": SUMMARY_LABELS.get(row["model"], row["model"])} for row in rows
+                if row["model"] not in RECIPE_BY_LOOKBACK]
         write_summary(name, "LTSF benchmark", [*rows, *recipe], SUMMARY_MODELS, PUBLISHED,
                       EXPERIMENTS[name]["horizons"], out_dir, rows_file="ltsf_rows.md")
     print(f"[{name}] {len(rows)} rows: {out_dir / (name + '.csv')}")

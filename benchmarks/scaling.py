@@ -23,6 +23,7 @@ python benchmarks/scaling.py --lookbacks 96 512 --rates 8 --repeats 1 --out-dir 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -37,8 +38,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import (RESULTS, git_commit, run_child, status_mb, utc_now,  # noqa: E402
-                     write_csv, write_markdown)
+from _common import (RESULTS, git_commit, median_seconds, run_child, status_mb,  # noqa: E402
+                     utc_now, write_csv, write_markdown)
 from tables import markdown_table  # noqa: E402
 
 LOOKBACKS = (96, 512, 1024, 2048, 4096)
@@ -114,11 +115,9 @@ def split_forward(network, x, repeats: int, warmup: int) -> dict[str, float]:
     def after(module, args, output) -> None:
         spent["attention"] += time.perf_counter() - starts.pop(id(module))
 
-    handles = []
-    for module in network.modules():
-        if isinstance(module, SelfAttention):
-            handles += [module.register_forward_pre_hook(before),
-                        module.register_forward_hook(after)]
+    layers = [module for module in network.modules() if isinstance(module, SelfAttention)]
+    handles = [module.register_forward_pre_hook(before) for module in layers]
+    handles += [module.register_forward_hook(after) for module in layers]
     network.patcher.decode_starts = timed_decode
     network.eval()
     runs = []
@@ -160,22 +159,13 @@ def measure(spec: dict, repeats: int, warmup: int) -> dict:
             patcher=spec["patcher"], **SIZES, batch_size=BATCH, n_epochs=1, random_state=0,
             pl_trainer_kwargs=quiet_trainer_kwargs(callbacks=[step_timer()]),
         )
-        # exactly `steps` full batches: a series of L + H + B * steps - 1 values has B * steps
-        # training windows
+        # exactly `steps` full batches: L + H + B * steps - 1 values hold B * steps windows
         model.fit(sine_series(lookback + HORIZON + BATCH * steps - 1)[0], verbose=False)
         if len(STEP_SECONDS) != steps:
             raise RuntimeError(f"expected {steps} training batches, timed {len(STEP_SECONDS)}")
         windows = sine_series(lookback, BATCH, seed=1)
-
-        def predict() -> None:
-            model.predict(HORIZON, series=windows, verbose=False)
-
-        predict_times = []
-        for index in range(1 + repeats):
-            began = time.perf_counter()
-            predict()
-            if index:
-                predict_times.append(time.perf_counter() - began)
+        predict_s = median_seconds(lambda: model.predict(HORIZON, series=windows, verbose=False),
+                                   repeats, warmup=1)
     network = model.model.network
     x = torch.stack([torch.from_numpy(s.values()) for s in windows])  # (B, L, 1)
     parts = split_forward(network, x, repeats, warmup=1)
@@ -185,7 +175,7 @@ def measure(spec: dict, repeats: int, warmup: int) -> dict:
         "tokens": network.config.n_patches,
         "params": sum(p.numel() for p in network.parameters()),
         "train_step_ms": 1000 * float(np.median(STEP_SECONDS[warmup:])),
-        "predict_ms": 1000 * float(np.median(predict_times)),
+        "predict_ms": 1000 * predict_s,
         **parts,
         "peak_rss_mb": memory["VmHWM"],
         "rss_growth_mb": memory["VmHWM"] - imported,
@@ -212,8 +202,7 @@ def growth_exponent(lengths: Sequence[float], times: Sequence[float]) -> float:
     return float(np.polyfit(x, y, 1)[0])
 
 
-def exponents(rows: Sequence[dict], metrics: Sequence[str] = TIMES,
-              tail: int = 3) -> list[dict]:
+def exponents(rows: Sequence[dict], metrics: Sequence[str] = TIMES, tail: int = 3) -> list[dict]:
     """Per patcher and rate: each metric's growth exponent over every lookback (``metric``)
     and over the ``tail`` longest (``metric + "_tail"``), and its value at the longest
     (``metric + "_last"``)."""
@@ -223,10 +212,9 @@ def exponents(rows: Sequence[dict], metrics: Sequence[str] = TIMES,
     found = []
     for (patcher, rate), group in groups.items():
         group = sorted(group, key=lambda r: r["lookback"])
-        entry: dict = {"patcher": patcher, "rate": rate,
-                       "lookbacks": [r["lookback"] for r in group]}
+        lengths = [r["lookback"] for r in group]
+        entry: dict = {"patcher": patcher, "rate": rate, "lookbacks": lengths}
         for metric in metrics:
-            lengths = [r["lookback"] for r in group]
             times = [r.get(metric) for r in group]
             entry[metric] = growth_exponent(lengths, times)
             entry[f"{metric}_tail"] = growth_exponent(lengths[-tail:], times[-tail:])
@@ -327,13 +315,10 @@ def write(rows: list[dict], command: str, threads: int, machine: str, out_dir: P
 def machine_text() -> str:
     """The machine, in words: processor, cores, Python and torch (torch read lazily)."""
     processor = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                processor = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    with contextlib.suppress(OSError):
+        processor = next((line.split(":", 1)[1].strip() for line in
+                          Path("/proc/cpuinfo").read_text().splitlines()
+                          if line.startswith("model name")), processor)
     torch_version = subprocess.run(
         [sys.executable, "-c", "import torch; print(torch.__version__)"], capture_output=True,
         text=True).stdout.strip() or "unknown"
@@ -363,9 +348,8 @@ def main(argv: list[str] | None = None) -> None:
         return
     command = "python benchmarks/scaling.py " + " ".join(sys.argv[1:] if argv is None else argv)
     rows = []
-    specs = [{"patcher": p, "rate": r, "lookback": n} for p in args.patchers
-             for r in args.rates for n in args.lookbacks]
-    for spec in specs:
+    for spec in [{"patcher": p, "rate": r, "lookback": n} for p in args.patchers
+                 for r in args.rates for n in args.lookbacks]:
         began = time.perf_counter()
         row = run_child(__file__, spec, env={"OMP_NUM_THREADS": str(args.threads),
                                              "MKL_NUM_THREADS": str(args.threads)},

@@ -57,8 +57,7 @@ def sine() -> "Any":
 
     t = np.arange(LENGTH)
     values = np.sin(2 * np.pi * t / 12) + 0.1 * np.random.default_rng(0).standard_normal(LENGTH)
-    return pd.Series(values, index=pd.date_range("2020-01-01", periods=LENGTH, freq="h"),
-                     name="y")
+    return pd.Series(values, index=pd.date_range("2020-01-01", periods=LENGTH, freq="h"), name="y")
 
 
 def measure(cycle: int) -> dict[str, Any]:
@@ -120,11 +119,12 @@ def _processes() -> list[tuple[int, int, str]]:
 
 
 def cli_cycle(y, index: int, state: dict) -> None:
-    root = state.setdefault("root", Path(tempfile.mkdtemp(prefix="soak_cli_")))
-    if "csv" not in state:
+    if "csv" not in state:  # the first cycle makes the soak's one folder
+        root = state["root"] = Path(tempfile.mkdtemp(prefix="soak_cli_"))
         (root / "tmp").mkdir()
         state.update(csv=root / "data.csv", sessions=set(), unexpected=0, differ=0)
         y.rename_axis("date").reset_index().to_csv(state["csv"], index=False)
+    root = state["root"]
     env = {**os.environ, "TMPDIR": str(root / "tmp"), "OMP_NUM_THREADS": state["threads"]}
     folder = root / f"cycle{index}"
     folder.mkdir()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from reinpatch_forecast.patcher_io import PRETRAINED_SHA256
 from tables import Table
 
 # -- tables: the columns of the committed CSV reports (a measured column: its mean over seeds) --
@@ -167,11 +168,12 @@ BASELINE_ROWS = {
 }
 
 
-def by_lookback(row: str, candidates: int = 1) -> dict[str, Any]:
-    """The pick of ``row``: among :data:`LOOKBACKS` (and ``candidates`` runs at each), the run
-    of the lowest validation MSE, per dataset and horizon; the row keeps its ``lookback``."""
-    return {"group": row, "row": row, "of": candidates * len(LOOKBACKS), "keep": True,
-            "over": ["lookback"]}
+def by_lookback(row: str, candidates: int = 1, lookbacks: int = 0) -> dict[str, Any]:
+    """The pick of ``row``: among :data:`LOOKBACKS` (or its first ``lookbacks``; ``candidates``
+    runs at each), the run of the lowest validation MSE, per dataset and horizon; the row keeps
+    its ``lookback``."""
+    return {"group": row, "row": row, "of": candidates * (lookbacks or len(LOOKBACKS)),
+            "keep": True, "over": ["lookback"]}
 
 
 def patchtst(lr: float) -> dict[str, Any]:
@@ -271,6 +273,9 @@ RECIPES = {
     "Adam, constant lr, EMA warmup": EMA, "dropout 0.2, EMA warmup": {"dropout": 0.2, **EMA},
     "Adam, constant lr, EMA warmup, kl 0.03": {"kl_coef": 0.03, **EMA},  # the package's default
     "Adam, constant lr, EMA warmup, uniform patches": {"patcher": "uniform", **EMA},
+    # the shipped foundation patcher, frozen; the name keeps each file's records apart
+    f"Adam, constant lr, EMA warmup, foundation {PRETRAINED_SHA256[:8]} (frozen)": {
+        "patcher": "pretrained", **EMA},
     "Adam, constant lr, EMA warmup, R=16, d_model 32": {**NARROW, **EMA},
     "Adam, constant lr, EMA warmup, kl 0.03, R=16, d_model 32": {"kl_coef": 0.03, **NARROW, **EMA},
     "Adam, constant lr, EMA warmup, R=16, d_model 32, uniform patches": {
@@ -387,6 +392,15 @@ SUMMARY_FROM_RECIPE = {
         "learned (default recipe, R=16, d_model 32)",
     "Adam, constant lr, EMA warmup, R=16, d_model 32, uniform patches":
         "uniform (default recipe, R=16, d_model 32)"}
+#: Summary rows picked by validation among recipe rows over :data:`RECIPE_LOOKBACKS` (each
+#: must have run): the default network at L = 96, the narrow one at the long lookbacks.
+RECIPE_LOOKBACKS = (96, 336, 512)
+RECIPE_BY_LOOKBACK = {
+    "learned (L by validation)": ("Adam, constant lr, EMA warmup, kl 0.03",
+                                  "Adam, constant lr, EMA warmup, kl 0.03, R=16, d_model 32"),
+    "uniform (L by validation)": (
+        "Adam, constant lr, EMA warmup, uniform patches",
+        "Adam, constant lr, EMA warmup, R=16, d_model 32, uniform patches")}
 #: LTSF rows the summary names by the recipe they trained with (constant rate, dropout 0.1, no
 #: weight average: the package's defaults when they ran).
 SUMMARY_LABELS = {"learned": "learned (no weight average)",
@@ -446,7 +460,9 @@ EXPERIMENTS: dict[str, dict[str, Any]] = {
     # cli/demo.py's run_spike_task: a row's kwargs reach it (training: TrainingConfig fields)
     "spike": {"kind": "spike", "datasets": ["spike"], "seeds": [0, 1, 2], "models": {
         name: {"family": "spike", "kwargs": {"patcher": "learned", **kw}} for name, kw in [
-            ("uniform", {"patcher": "uniform"}), ("learned", {}), ("learned, dropout 0.2", {
+            ("uniform", {"patcher": "uniform"}), ("learned", {}),
+            (f"foundation {PRETRAINED_SHA256[:8]} (frozen)", {"patcher": "pretrained"}),
+            ("learned, dropout 0.2", {
                 "backbone": {"d_model": 32, "n_layers": 1, "dropout": 0.2}}),
             *((f"learned, {name}", {"training": training}) for name, training in [
                 ("kl 0.1", {"kl_coef": 0.1}), ("kl 0.01", {"kl_coef": 0.01}),

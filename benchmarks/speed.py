@@ -82,10 +82,8 @@ def reinpatch(lookback: int, patcher: str = "learned", settings: dict | None = N
     network = reinpatch_network(lookback, patcher, settings)
     if frozen:  # a foundation patcher used zero-shot: only the backbone trains
         network.patcher.freeze()
-    optimiser = torch.optim.Adam(
-        [{"params": network.backbone_parameters(), "lr": 1e-3},
-         {"params": network.patcher_parameters(), "lr": 3e-3}]
-    )
+    optimiser = torch.optim.Adam([{"params": network.backbone_parameters(), "lr": 1e-3},
+                                  {"params": network.patcher_parameters(), "lr": 3e-3}])
     # the loss the darts module's training_step calls
     return _steps(network, optimiser, lambda x, y: network.training_losses(x, y).loss, network)
 
@@ -324,10 +322,10 @@ def write(rows: list[dict], scaling: list[dict], parts: dict[str, float], flops:
             r for r in scaling if r["lookback"] == row["lookback"] and r["patcher"] == "uniform")
         row["step_x_uniform"] = row["train_step_ms"] / base["train_step_ms"]
         row["predict_x_uniform"] = row["predict_windows_per_s"] / base["predict_windows_per_s"]
-    write_csv(out_dir / "speed.csv", rows + scaling,
-              ["name", "lookback", "params", "train_step_ms", "step_x_uniform",
-               "step_x_tsmixer", "train_windows_per_s", "predict_windows_per_s",
-               "predict_x_uniform", "predict_x_tsmixer", "peak_rss_mb"])
+    columns = ["name", "params", "train_step_ms", "step_x_uniform", "step_x_tsmixer",
+               "train_windows_per_s", "predict_windows_per_s", "predict_x_uniform",
+               "predict_x_tsmixer", "peak_rss_mb"]
+    write_csv(out_dir / "speed.csv", rows + scaling, [columns[0], "lookback", *columns[1:]])
     write_csv(out_dir / "speed_parts.csv", flops,
               ["network", "part", "mflop_per_window", "ms", "gflop_per_s"])
     command = "python benchmarks/speed.py" + (" --quick" if quick else "")
@@ -346,9 +344,7 @@ def write(rows: list[dict], scaling: list[dict], parts: dict[str, float], flops:
         f"`x uniform`, `x TSMixer`: ratio to the uniform-patch network and to darts' TSMixer "
         f"(step time; predict throughput on batches of {PREDICT_BATCH} windows).",
         "",
-        markdown_table(rows, ["name", "params", "train_step_ms", "step_x_uniform",
-                              "step_x_tsmixer", "train_windows_per_s", "predict_windows_per_s",
-                              "predict_x_uniform", "predict_x_tsmixer", "peak_rss_mb"]),
+        markdown_table(rows, columns),
     ]
     at = {(r["lookback"], r["patcher"]): r for r in scaling}
     steps = [{"L": length, "learned step (ms)": at[length, "learned"]["train_step_ms"],

@@ -218,10 +218,11 @@ def markdown_table(rows: Sequence[dict], columns: Sequence[str]) -> str:
 
 
 def write_report(name: str, table: Table, records: Iterable[dict], out_dir: Path = RESULTS,
-                 markdown: str | None = None) -> list[dict]:
+                 markdown: str | None = None, extra: Sequence[dict] = ()) -> list[dict]:
     """``<name>.csv`` and its markdown table (``markdown``, default ``<name>.md``) from the
-    records; returns the rows."""
-    rows = report_rows(records, table)
+    records and the ``extra`` rows (built elsewhere); returns the rows."""
+    rows = sorted([*report_rows(records, table), *extra],
+                  key=lambda row: tuple(_sortable(row[k]) for k in table.keys))
     write_csv(out_dir / f"{name}.csv", rows, table.columns)
     shown = [c for c in table.columns if c not in ("commit", "date")]
     text = (f"# {table.title or name}\n\nRows of `{name}.csv`, built from `{name}_runs.jsonl` "

@@ -270,10 +270,12 @@ def test_csv_has_exactly_the_table_columns(tmp_path):
 
 @pytest.mark.parametrize("name", sorted(specs.TABLES))
 def test_committed_reports_rebuild_from_their_records(name, tmp_path):
-    """Every committed CSV is what the table writer makes of the committed JSONL records:
-    the same columns, rows and values."""
-    tables.write_report(name, specs.TABLES[name],
-                        tables.load_jsonl(RESULTS / f"{name}_runs.jsonl"), tmp_path)
+    """Every committed CSV is what ``run.py report`` makes of the committed JSONL records:
+    the same columns, rows and values (the LTSF CSV also holds the rows picked among the
+    recipe records)."""
+    for records in {name, "recipe"} if name == "ltsf" else {name}:
+        shutil.copy(RESULTS / f"{records}_runs.jsonl", tmp_path)
+    runner.report(name, tmp_path)
     with (RESULTS / f"{name}.csv").open() as a, (tmp_path / f"{name}.csv").open() as b:
         committed, rebuilt = list(csv.reader(a)), list(csv.reader(b))
     assert committed[0] == rebuilt[0] == list(specs.TABLES[name].columns)
@@ -290,6 +292,29 @@ def test_ltsf_md_is_the_summary_beside_published_numbers_and_ltsf_rows_md_every_
         assert (tmp_path / report).read_text() == (RESULTS / report).read_text(), report
     summary = (tmp_path / "ltsf.md").read_text()
     assert "## ETTh1, full protocol" in summary and "(published) |" in summary
+
+
+def test_recipe_rows_picked_by_lookback_reach_the_ltsf_csv_once_every_lookback_ran(tmp_path):
+    """``learned (L by validation)``: the default network at L = 96 or the narrow one at the
+    long lookbacks, whichever has the lowest validation MSE, in a cell where all ran."""
+    row, (default, narrow) = next(iter(specs.RECIPE_BY_LOOKBACK.items()))
+    cell = {"experiment": "recipe", "protocol": "full", "dataset": "ETTh1", "horizon": 96,
+            "seed": 0, "commit": "c", "date": "2026-01-01 00:00 UTC"}
+    runs = [{**cell, "model": default, "lookback": 96, "val_mse": 0.7, "test_mse": 0.38},
+            {**cell, "model": narrow, "lookback": 336, "val_mse": 0.6, "test_mse": 0.37},
+            {**cell, "model": narrow, "lookback": 512, "val_mse": 0.8, "test_mse": 0.36}]
+    (tmp_path / "ltsf_runs.jsonl").write_text("")
+    for count in (2, 3):
+        for record in runs[:count]:
+            tables.append_jsonl(record, tmp_path / "recipe_runs.jsonl")
+        runner.report("ltsf", tmp_path)
+        with (tmp_path / "ltsf.csv").open() as handle:
+            picked = [r for r in csv.DictReader(handle) if r["model"] == row]
+        if count == 2:
+            (tmp_path / "recipe_runs.jsonl").unlink()
+            assert picked == []
+    assert [(r["lookback"], r["test_mse"]) for r in picked] == [("336", "0.37")]
+    assert "| 336 | 0.3700 |" in (tmp_path / "ltsf.md").read_text()
 
 
 # -- specs -------------------------------------------------------------------------------------
