@@ -273,6 +273,9 @@ RECIPES = {
     "Adam, constant lr, EMA warmup": EMA, "dropout 0.2, EMA warmup": {"dropout": 0.2, **EMA},
     "Adam, constant lr, EMA warmup, kl 0.03": {"kl_coef": 0.03, **EMA},  # the package's default
     "Adam, constant lr, EMA warmup, uniform patches": {"patcher": "uniform", **EMA},
+    # GRPG scoring an eighth of each batch's rows, the patcher at 6x the backbone's rate
+    "Adam, constant lr, EMA warmup, kl 0.03, 1/8 scored, patcher lr 6x": {
+        "kl_coef": 0.03, "scored_share": 0.125, "patcher_lr": 6e-3, **EMA},
     # the shipped foundation patcher, frozen; the name keeps each file's records apart
     f"Adam, constant lr, EMA warmup, foundation {PRETRAINED_SHA256[:8]} (frozen)": {
         "patcher": "pretrained", **EMA},
