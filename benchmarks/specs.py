@@ -461,16 +461,23 @@ EXPERIMENTS: dict[str, dict[str, Any]] = {
         "models": {"reinpatch": {"family": "reinpatch"}, "dlinear": {"family": "dlinear"}},
         "default_models": ["reinpatch", "dlinear"]},
     # cli/demo.py's run_spike_task: a row's kwargs reach it (training: TrainingConfig fields)
+    # the "learned, ..." variants vary one setting of a quarter scored with the patcher at 3e-3
+    # (3x); "learned" and the last row run at the defaults (an eighth scored, 6x)
     "spike": {"kind": "spike", "datasets": ["spike"], "seeds": [0, 1, 2], "models": {
         name: {"family": "spike", "kwargs": {"patcher": "learned", **kw}} for name, kw in [
             ("uniform", {"patcher": "uniform"}), ("learned", {}),
             (f"foundation {PRETRAINED_SHA256[:8]} (frozen)", {"patcher": "pretrained"}),
             ("learned, dropout 0.2", {
-                "backbone": {"d_model": 32, "n_layers": 1, "dropout": 0.2}}),
-            *((f"learned, {name}", {"training": training}) for name, training in [
+                "backbone": {"d_model": 32, "n_layers": 1, "dropout": 0.2},
+                "training": {"scored_share": 0.25}, "patcher_lr": 3e-3}),
+            *((f"learned, {name}", {"training": {"scored_share": 0.25, **training},
+                                    "patcher_lr": 3e-3}) for name, training in [
+                ("scored share 0.25", {}),
                 ("kl 0.1", {"kl_coef": 0.1}), ("kl 0.01", {"kl_coef": 0.01}),
                 ("G=4", {"group_size": 4}), ("scored share 0.125", {"scored_share": 0.125}),
-                ("scored share 0.0625", {"scored_share": 0.0625})])]},
+                ("scored share 0.0625", {"scored_share": 0.0625})]),
+            ("learned, scored share 0.0625, patcher lr 6x",
+             {"training": {"scored_share": 0.0625}})]},
         "default_models": ["uniform", "learned"]},
     "soak": {  # benchmarks/soak.py: the faces are its models, one process each
         "kind": "soak", "datasets": ["sine"], "seeds": [0], "models": SOAK_FACES,

@@ -122,7 +122,7 @@ class TrainingOptions:
         8, "``G``: patchings sampled per series in a training step and scored against the "
         "decoded one (without gradients).", "int", section="training")
     scored_share: float = _option(
-        0.25, "Share of the rows (windows times components) of each training batch whose "
+        0.125, "Share of the rows (windows times components) of each training batch whose "
         "group is drawn and scored: the first rows of the (shuffled) batch, at least one. The "
         "backbone trains on every window; scoring is the learned patcher's extra cost per "
         "step, the same share of a step for one series, many components or a panel, and a "
@@ -141,8 +141,16 @@ class TrainingOptions:
         "float or None", section=None)
     # a setting of the optimizer (the Lightning module's), not of the network
     patcher_lr: float | None = _option(
-        None, "Learning rate of the patcher; ``None`` uses 3x the backbone's learning rate.",
+        None, "Learning rate of the patcher; ``None`` uses ``PATCHER_LR_FACTOR`` (6) times the "
+        "backbone's learning rate.",
         "float or None", section=None)
+
+
+#: The patcher's learning rate over the backbone's when ``patcher_lr`` is ``None``. GRPG scores
+#: an eighth of each batch's rows, so the policy's gradient is a noisy estimate; a faster
+#: patcher keeps it learning at that share, while the KL anchor's pull to the grid scales with
+#: it.
+PATCHER_LR_FACTOR = 6.0
 
 
 #: The option dataclasses, in the order the faces list their parameters.
@@ -170,6 +178,11 @@ class PretrainingDefaults:
     #: The pretrained patcher's decode margin (``LearnedPatcher``'s ``decode_margin``): used
     #: frozen on a series unlike its corpus, it keeps the grid unless its scores are clear.
     decode_margin: float = 1.0
+    #: GRPG's share of scored rows and the patcher's learning rate over the throwaway
+    #: backbone's in pretraining (the shipped patcher's; a model's own defaults are
+    #: ``scored_share`` and :data:`PATCHER_LR_FACTOR`).
+    scored_share: float = 0.25
+    patcher_lr_factor: float = 3.0
 
 
 #: The one instance of :class:`PretrainingDefaults`.
@@ -235,7 +248,7 @@ def build_network_config(model: ModelOptions, training: TrainingOptions, input_l
                            or not math.isfinite(lr) or lr < 0):
         raise ReinPatchInputError(
             f"patcher_lr must be a finite number >= 0 (the patcher's learning rate; 0 keeps "
-            f"it fixed) or None (3x the optimizer's lr), got {lr!r}."
+            f"it fixed) or None ({PATCHER_LR_FACTOR:g}x the optimizer's lr), got {lr!r}."
         )
 
     if given_patcher_config is not None:

@@ -33,6 +33,7 @@ from .._lightning import quiet_trainer_kwargs
 from ..darts import PatchBoundaries, ReinPatchModel
 from ..data import load_bundled_etth1, prepare_ltsf
 from ..nn import ReinPatchConfig, ReinPatchNetwork, uniform_starts
+from ..options import PATCHER_LR_FACTOR
 from ..patcher_io import load_pretrained_patcher
 
 
@@ -286,8 +287,8 @@ def spike_network(patcher: str, density_sigma: float = 1.0,
 
 def run_spike_task(patcher: str, steps: int = 200, batch_size: int = 64, seed: int = 0,
                    density_sigma: float = 1.0, backbone: dict | None = None,
-                   n_test: int = 2000, n_shown: int = 3, training: dict | None = None
-                   ) -> SpikeResult:
+                   n_test: int = 2000, n_shown: int = 3, training: dict | None = None,
+                   patcher_lr: float | None = None) -> SpikeResult:
     """Train :func:`spike_network` by GRPG on fresh spike windows and score it on new ones.
 
     Every step minimises :attr:`TrainingLosses.loss <reinpatch_forecast.nn.TrainingLosses>`,
@@ -299,8 +300,7 @@ def run_spike_task(patcher: str, steps: int = 200, batch_size: int = 64, seed: i
     patcher
         ``"learned"``, ``"uniform"`` or ``"pretrained"`` (:func:`spike_network`).
     steps, batch_size
-        Adam steps (learning rate 1e-3 for the backbone, 3e-3 for the patcher, as the darts
-        model sets them) and windows per step.
+        Adam steps (learning rate 1e-3 for the backbone) and windows per step.
     seed
         Seed of the weights and of the training windows (the test windows are the same for
         every seed).
@@ -311,12 +311,16 @@ def run_spike_task(patcher: str, steps: int = 200, batch_size: int = 64, seed: i
         GRPG settings (:func:`spike_network`).
     n_test, n_shown
         Test windows scored, and how many of them the result keeps for a figure.
+    patcher_lr
+        The patcher's learning rate; ``None``: ``PATCHER_LR_FACTOR`` times the backbone's, as
+        the darts model sets it.
     """
     torch.manual_seed(seed)
     network = spike_network(patcher, density_sigma, backbone, training)
     optimiser = torch.optim.Adam([
         {"params": network.backbone_parameters(), "lr": 1e-3},
-        {"params": network.patcher_parameters(), "lr": 3e-3},
+        {"params": network.patcher_parameters(),
+         "lr": PATCHER_LR_FACTOR * 1e-3 if patcher_lr is None else patcher_lr},
     ])
     generator = torch.Generator().manual_seed(seed)
     began = time.perf_counter()

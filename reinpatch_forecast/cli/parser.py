@@ -12,7 +12,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from ..options import PRETRAINING, add_option_flags, option_default
+from ..options import PATCHER_LR_FACTOR, PRETRAINING, add_option_flags, option_default
 from ._common import PROG
 from .commands import (fit_command, predict_command, pretrain_patcher_command, run_demo_command,
                        segment_command)
@@ -111,8 +111,8 @@ _OPTION_FLAGS: dict[str, dict[str, Any]] = {
     "ema_decay": dict(metavar="DECAY", help="per-step decay of the weight average that "
                       "validation and prediction use, in (0, 1), or 'none' for the last "
                       "weights (default: %(default)s)"),
-    "patcher_lr": dict(metavar="LR", help="learning rate of the patcher (default: 3x the "
-                       "learning rate)"),
+    "patcher_lr": dict(metavar="LR", help=f"learning rate of the patcher (default: "
+                       f"{PATCHER_LR_FACTOR:g}x the learning rate)"),
 }
 
 
@@ -297,7 +297,7 @@ def build_parser() -> argparse.ArgumentParser:
                           default=option_default("group_size"), metavar="G",
                           help="GRPG group size (default: %(default)s)")
     pretrain.add_argument("--scored-share", type=_share,
-                          default=option_default("scored_share"), metavar="S",
+                          default=PRETRAINING.scored_share, metavar="S",
                           help="share of each batch's windows whose group of patchings is "
                                "scored (default: %(default)s)")
     pretrain.add_argument("--kl-coef", type=_non_negative_float,

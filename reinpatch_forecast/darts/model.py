@@ -58,6 +58,7 @@ from ..nn import (
 from ..nn.backbone import GroupDropout
 from ..nn.config import BackboneConfig, PatcherConfig, TrainingConfig
 from ..options import (
+    PATCHER_LR_FACTOR,
     ModelOptions,
     TrainingOptions,
     build_network_config,
@@ -116,8 +117,9 @@ class _WithPatcherGroup:
 
     darts builds the optimizer as ``optimizer_cls(params=module.parameters(), **kwargs)``; this
     builds it over the backbone's trainable parameters (at the optimizer's ``lr``) and, when the
-    patcher trains, the patcher's (at ``patcher_lr``, by default 3x ``lr``). darts' scheduler
-    then steps both groups. A class, not a closure, so that the module pickles (``ddp_spawn``).
+    patcher trains, the patcher's (at ``patcher_lr``, by default ``PATCHER_LR_FACTOR`` times
+    ``lr``). darts' scheduler then steps both groups. A class, not a closure, so that the module
+    pickles (``ddp_spawn``).
     """
 
     def __init__(self, optimizer_cls: type[torch.optim.Optimizer], network: ReinPatchNetwork,
@@ -130,7 +132,8 @@ class _WithPatcherGroup:
         groups = [{"params": self.network.backbone_parameters()}]
         patcher = self.network.patcher_parameters()
         if patcher:
-            lr = self.patcher_lr if self.patcher_lr is not None else 3.0 * kwargs.get("lr", 1e-3)
+            lr = (self.patcher_lr if self.patcher_lr is not None
+                  else PATCHER_LR_FACTOR * kwargs.get("lr", 1e-3))
             groups.append({"params": patcher, "lr": lr})
         return self.optimizer_cls(groups, **kwargs)
 
@@ -152,7 +155,8 @@ class _ReinPatchModule(PLForecastingModule):
     freeze_patcher
         Keep the patcher fixed (a foundation patcher used zero-shot).
     patcher_lr
-        Learning rate of the patcher's parameter group; ``None`` uses 3x the optimizer's ``lr``.
+        Learning rate of the patcher's parameter group; ``None`` uses ``PATCHER_LR_FACTOR``
+        (6) times the optimizer's ``lr``.
     **kwargs
         Arguments of darts' ``PLForecastingModule``.
     """

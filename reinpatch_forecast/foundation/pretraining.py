@@ -114,7 +114,7 @@ def pretrain_patcher(
     output_chunk_length: int = PRETRAINING.output_chunk_length,
     compression_rate: float = option_default("compression_rate"),
     group_size: int = option_default("group_size"),
-    scored_share: float = option_default("scored_share"),
+    scored_share: float = PRETRAINING.scored_share,
     n_epochs: int = PRETRAINING.n_epochs,
     batch_size: int = PRETRAINING.batch_size,
     max_windows_per_series: int | None = PRETRAINING.max_windows_per_series,
@@ -147,9 +147,11 @@ def pretrain_patcher(
         The pretraining task (lookback, horizon, average patch length, GRPG group size).
     scored_share
         Share of each batch's windows whose group of patchings is scored by GRPG (the model
-        option of that name; a larger share gives the patcher a less noisy gradient).
+        option of that name, at the shipped patcher's 0.25 here; a larger share gives the
+        patcher a less noisy gradient).
     n_epochs, batch_size, learning_rate, kl_coef
-        Training settings (the patcher's learning rate is 3x ``learning_rate``).
+        Training settings (the patcher's learning rate is 3x ``learning_rate``, the shipped
+        patcher's).
     max_windows_per_series
         Most recent training windows used per series (``None``: all), so long series do not
         drown short ones.
@@ -237,7 +239,8 @@ def pretrain_patcher(
         group_size=group_size, scored_share=scored_share, kl_coef=kl_coef, d_model=d_model,
         n_layers=n_layers,
         dropout=PRETRAINING.dropout, batch_size=batch_size, n_epochs=n_epochs,
-        optimizer_kwargs={"lr": learning_rate}, ema_decay=None,
+        optimizer_kwargs={"lr": learning_rate},
+        patcher_lr=PRETRAINING.patcher_lr_factor * learning_rate, ema_decay=None,
         random_state=random_state,
         pl_trainer_kwargs=trainer_kwargs,
     )

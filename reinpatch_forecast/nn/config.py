@@ -153,7 +153,7 @@ class TrainingConfig:
 
     group_size: int = 8
     kl_coef: float = 0.03
-    scored_share: float = 0.25
+    scored_share: float = 0.125
 
     def __post_init__(self) -> None:
         if (isinstance(self.group_size, bool) or not isinstance(self.group_size, int)

@@ -20,8 +20,8 @@ def test_spike_rows_reach_the_spike_task_once_per_seed(tmp_path, monkeypatch):
                  "--out-dir", str(tmp_path)]
     runner.main(arguments)
     assert calls == [("uniform", 0, {}), ("uniform", 1, {}),
-                     ("learned", 0, {"training": {"kl_coef": 0.1}}),
-                     ("learned", 1, {"training": {"kl_coef": 0.1}})]
+                     *(("learned", seed, {"training": {"scored_share": 0.25, "kl_coef": 0.1},
+                                          "patcher_lr": 3e-3}) for seed in (0, 1))]
     records = tables.load_jsonl(tmp_path / "spike_runs.jsonl")
     assert [(r["model"], r["seed"], r["test_mse"]) for r in records] == [
         ("uniform", 0, 0.5), ("uniform", 1, 1.5), ("learned, kl 0.1", 0, 0.5),

@@ -298,7 +298,7 @@ def test_pretrain_patcher_with_a_kl_coef(tmp_path, pretrain_arguments, capsys):
     code = main(["pretrain-patcher", "--out", str(out), "--kl-coef", "0.3", "--quiet"])
     assert code == 0, capsys.readouterr().err
     assert (seen["kl_coef"], seen["group_size"]) == (0.3, 8) and "policy" not in seen
-    assert seen["scored_share"] == 0.25  # the model option's default
+    assert seen["scored_share"] == 0.25  # the shipped patcher's, not the model option's
     assert "uniform_prior" not in seen and "entropy_coef" not in seen
     assert load_patcher(out).policy_name == "density"
 

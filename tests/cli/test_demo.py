@@ -127,4 +127,3 @@ def test_a_frozen_patcher_that_keeps_the_grid_trains_the_spike_task_as_uniform(m
     frozen = run_spike_task("pretrained", steps=3, n_test=64)
     uniform = run_spike_task("uniform", steps=3, n_test=64)
     assert frozen.mse == uniform.mse
-

@@ -294,6 +294,6 @@ def test_policy_defaults_and_resample_points_follow_the_compression_rate():
     model = ReinPatchModel(input_chunk_length=24, output_chunk_length=6, compression_rate=3.5)
     config = model.network_config
     assert (config.patcher.name, config.training.group_size, config.training.kl_coef,
-            config.training.scored_share) == ("learned", 8, 0.03, 0.25)
+            config.training.scored_share) == ("learned", 8, 0.03, 0.125)
     assert model.options.resample_points is None
     assert config.backbone.resample_points == 4  # ceil(compression_rate)

@@ -116,7 +116,14 @@ def test_pretrain_scored_share_reaches_the_model(monkeypatch):
     result = _tiny_pretrain(scored_share=0.5, n_epochs=1)
     assert result.settings["scored_share"] == 0.5
     assert built[0].model.network.config.training.scored_share == 0.5
-    assert _tiny_pretrain(n_epochs=1).settings["scored_share"] == 0.25  # the model default
+    # by default the shipped patcher's share, not the model's
+    default = _tiny_pretrain(n_epochs=1)
+    assert default.settings["scored_share"] == 0.25
+    assert built[-1].model.network.config.training.scored_share == 0.25
+    (optimizer,) = built[-1].trainer.optimizers
+    learning_rate = default.settings["learning_rate"]
+    assert [group["lr"] for group in optimizer.param_groups] == pytest.approx(
+        [learning_rate, 3 * learning_rate])
 
 
 def test_pretrain_with_another_kl_coef_saves_and_loads(tmp_path):

@@ -12,7 +12,7 @@ def _group_ids(optimizer) -> list[set[int]]:
     return [{id(p) for p in group["params"]} for group in optimizer.param_groups]
 
 
-def test_the_patcher_trains_in_its_own_group_at_3x_the_rate(make_model, series):
+def test_the_patcher_trains_in_its_own_group_at_6x_the_rate(make_model, series):
     model = make_model(TINY_DARTS, optimizer_kwargs={"lr": 2e-3},
                        lr_scheduler_cls=None).fit(series)
     (optimizer,) = model.trainer.optimizers
@@ -20,7 +20,7 @@ def test_the_patcher_trains_in_its_own_group_at_3x_the_rate(make_model, series):
     network = model.model.network
     assert _group_ids(optimizer) == [{id(p) for p in network.backbone_parameters()},
                                      {id(p) for p in network.patcher_parameters()}]
-    assert [group["lr"] for group in optimizer.param_groups] == pytest.approx([2e-3, 6e-3])
+    assert [group["lr"] for group in optimizer.param_groups] == pytest.approx([2e-3, 12e-3])
 
 
 def test_a_scheduler_steps_both_groups_with_darts_settings(make_model, series):
@@ -43,7 +43,7 @@ def test_by_default_both_rates_stay_constant(make_model, series):
     model = make_model(TINY_DARTS, n_epochs=2, optimizer_kwargs={"lr": 1e-3}).fit(series)
     assert model.trainer.lr_scheduler_configs == []
     (optimizer,) = model.trainer.optimizers
-    assert [group["lr"] for group in optimizer.param_groups] == pytest.approx([1e-3, 3e-3])
+    assert [group["lr"] for group in optimizer.param_groups] == pytest.approx([1e-3, 6e-3])
 
 
 def test_a_frozen_patcher_has_no_group(make_model, series):

@@ -108,8 +108,8 @@ def test_by_default_the_model_keeps_an_average_whose_decay_warms_up(make_model):
     model = make_model(TINY_DARTS, n_epochs=2, pl_trainer_kwargs=quiet_trainer_kwargs(
         callbacks=[recorder])).fit(series)
     _assert_holds_the_average(model, recorder, 0.995, warmup=10)
-    plain = make_model(TINY_DARTS, n_epochs=2, ema_decay=None, pl_trainer_kwargs=
-                       quiet_trainer_kwargs(callbacks=[recorder])).fit(series)
+    plain = make_model(TINY_DARTS, n_epochs=2, ema_decay=None,
+                       pl_trainer_kwargs=quiet_trainer_kwargs(callbacks=[recorder])).fit(series)
     for name, value in plain.model.named_parameters():
         assert torch.equal(value, recorder.steps[-1][name])
 

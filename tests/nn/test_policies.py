@@ -24,6 +24,7 @@ from reinpatch_forecast.nn.segments import patch_lengths
 
 from nn_support import SETTINGS, small_learned  # noqa: E402
 
+
 def fixed_scores(patcher: LearnedPatcher, fine: torch.Tensor, monkeypatch,
                  coarse: torch.Tensor | None = None) -> None:
     """Make the patcher score every row with ``fine`` ``(L,)`` (and ``coarse`` at level 2)."""

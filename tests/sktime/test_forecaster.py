@@ -364,7 +364,8 @@ def test_a_default_fit_runs_its_epochs_at_a_constant_rate_and_keeps_the_weight_a
     (average,) = [c for c in model.trainer.callbacks if isinstance(c, WeightEMA)]
     assert average.decay == forecaster.ema_decay
     plain = ReinPatchForecaster(**sizes, random_state=0, ema_decay=None).fit(airline, fh=[1, 2])
-    averaged, last = (f.get_fitted_params()["model"].model.state_dict() for f in (forecaster, plain))
+    averaged, last = (f.get_fitted_params()["model"].model.state_dict()
+                      for f in (forecaster, plain))
     assert any(not torch.equal(averaged[name], last[name]) for name in averaged)
 
 
