@@ -263,7 +263,7 @@ def spike_network(patcher: str, density_sigma: float = 1.0,
     settings, but for the density policy's exploration scale ``density_sigma`` and no instance
     normalisation (each window is already centred noise). A spike is one step of a 96-step
     window: the policy finds it faster when it searches wide (measured with the default
-    patcher, GRPG and dropout settings, 200 steps, seeds 0-2: test MSE 0.34-0.44 at
+    patcher, GRPG and dropout settings, 200 steps, seeds 0-7: test MSE 0.38-0.53 at
     ``density_sigma=1``; uniform patches 0.91-1.00).
     ``backbone`` holds fields of :class:`~reinpatch_forecast.nn.BackboneConfig` (default
     :data:`SPIKE_BACKBONE`) and ``training`` fields of
