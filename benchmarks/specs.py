@@ -386,7 +386,8 @@ SOAK_FACES = {
 #: Rows of the recipe table the LTSF summary shows, under the names it gives them: the package's
 #: default recipe (its own experiment, the recipe search's), learned and uniform.
 SUMMARY_FROM_RECIPE = {
-    "Adam, constant lr, EMA warmup, kl 0.03": "learned (default recipe)",
+    "Adam, constant lr, EMA warmup, kl 0.03, 1/8 scored, patcher lr 6x": "learned (default recipe)",
+    "Adam, constant lr, EMA warmup, kl 0.03": "learned (default recipe, 1/4 scored, patcher lr 3x)",
     "Adam, constant lr, EMA warmup": "learned (default recipe, kl 0.1)",
     "Adam, constant lr, EMA warmup, uniform patches": "uniform (default recipe)",
     "Adam, constant lr, EMA warmup, R=16, d_model 32":
