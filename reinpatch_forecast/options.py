@@ -108,6 +108,19 @@ class ModelOptions:
         section=ROOT)
 
 
+#: The patcher's learning rate over the backbone's when ``patcher_lr`` is ``None``. GRPG scores
+#: an eighth of each batch's rows, so the policy's gradient is a noisy estimate; a faster
+#: patcher keeps it learning at that share, while the KL anchor's pull to the grid scales with
+#: it.
+PATCHER_LR_FACTOR = 6.0
+
+
+def patcher_learning_rate(patcher_lr: float | None, lr: float) -> float:
+    """The patcher's learning rate: ``patcher_lr``, or :data:`PATCHER_LR_FACTOR` times the
+    backbone's ``lr`` when it is ``None``."""
+    return PATCHER_LR_FACTOR * lr if patcher_lr is None else patcher_lr
+
+
 @dataclass(frozen=True)
 class TrainingOptions:
     """How the model trains: GRPG's settings for the learned patcher and the weight average
@@ -141,16 +154,9 @@ class TrainingOptions:
         "float or None", section=None)
     # a setting of the optimizer (the Lightning module's), not of the network
     patcher_lr: float | None = _option(
-        None, "Learning rate of the patcher; ``None`` uses ``PATCHER_LR_FACTOR`` (6) times the "
+        None, f"Learning rate of the patcher; ``None`` uses {PATCHER_LR_FACTOR:g}x the "
         "backbone's learning rate.",
         "float or None", section=None)
-
-
-#: The patcher's learning rate over the backbone's when ``patcher_lr`` is ``None``. GRPG scores
-#: an eighth of each batch's rows, so the policy's gradient is a noisy estimate; a faster
-#: patcher keeps it learning at that share, while the KL anchor's pull to the grid scales with
-#: it.
-PATCHER_LR_FACTOR = 6.0
 
 
 #: The option dataclasses, in the order the faces list their parameters.

@@ -33,7 +33,7 @@ from .._lightning import quiet_trainer_kwargs
 from ..darts import PatchBoundaries, ReinPatchModel
 from ..data import load_bundled_etth1, prepare_ltsf
 from ..nn import ReinPatchConfig, ReinPatchNetwork, uniform_starts
-from ..options import PATCHER_LR_FACTOR
+from ..options import patcher_learning_rate
 from ..patcher_io import load_pretrained_patcher
 
 
@@ -319,8 +319,7 @@ def run_spike_task(patcher: str, steps: int = 200, batch_size: int = 64, seed: i
     network = spike_network(patcher, density_sigma, backbone, training)
     optimiser = torch.optim.Adam([
         {"params": network.backbone_parameters(), "lr": 1e-3},
-        {"params": network.patcher_parameters(),
-         "lr": PATCHER_LR_FACTOR * 1e-3 if patcher_lr is None else patcher_lr},
+        {"params": network.patcher_parameters(), "lr": patcher_learning_rate(patcher_lr, 1e-3)},
     ])
     generator = torch.Generator().manual_seed(seed)
     began = time.perf_counter()

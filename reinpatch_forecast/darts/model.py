@@ -58,12 +58,12 @@ from ..nn import (
 from ..nn.backbone import GroupDropout
 from ..nn.config import BackboneConfig, PatcherConfig, TrainingConfig
 from ..options import (
-    PATCHER_LR_FACTOR,
     ModelOptions,
     TrainingOptions,
     build_network_config,
     document_options,
     options_from,
+    patcher_learning_rate,
 )
 from .._lightning import lightning_output
 from ..checks import check_darts_series, check_trained
@@ -132,9 +132,8 @@ class _WithPatcherGroup:
         groups = [{"params": self.network.backbone_parameters()}]
         patcher = self.network.patcher_parameters()
         if patcher:
-            lr = (self.patcher_lr if self.patcher_lr is not None
-                  else PATCHER_LR_FACTOR * kwargs.get("lr", 1e-3))
-            groups.append({"params": patcher, "lr": lr})
+            groups.append({"params": patcher,
+                           "lr": patcher_learning_rate(self.patcher_lr, kwargs.get("lr", 1e-3))})
         return self.optimizer_cls(groups, **kwargs)
 
 
@@ -156,7 +155,7 @@ class _ReinPatchModule(PLForecastingModule):
         Keep the patcher fixed (a foundation patcher used zero-shot).
     patcher_lr
         Learning rate of the patcher's parameter group; ``None`` uses ``PATCHER_LR_FACTOR``
-        (6) times the optimizer's ``lr``.
+        times the optimizer's ``lr``.
     **kwargs
         Arguments of darts' ``PLForecastingModule``.
     """

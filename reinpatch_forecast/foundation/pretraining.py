@@ -150,8 +150,8 @@ def pretrain_patcher(
         option of that name, at the shipped patcher's 0.25 here; a larger share gives the
         patcher a less noisy gradient).
     n_epochs, batch_size, learning_rate, kl_coef
-        Training settings (the patcher's learning rate is 3x ``learning_rate``, the shipped
-        patcher's).
+        Training settings (the patcher's learning rate is ``PRETRAINING.patcher_lr_factor``
+        times ``learning_rate``, the shipped patcher's).
     max_windows_per_series
         Most recent training windows used per series (``None``: all), so long series do not
         drown short ones.
