@@ -397,11 +397,12 @@ SUMMARY_FROM_RECIPE = {
     "Adam, constant lr, EMA warmup, R=16, d_model 32, uniform patches":
         "uniform (default recipe, R=16, d_model 32)"}
 #: Summary rows picked by validation among recipe rows over :data:`RECIPE_LOOKBACKS` (each
-#: must have run): the default network at L = 96, the narrow one at the long lookbacks.
+#: must have run): the package's defaults at L = 96, the narrow network at the long lookbacks.
 RECIPE_LOOKBACKS = (96, 336, 512)
 RECIPE_BY_LOOKBACK = {
-    "learned (L by validation)": ("Adam, constant lr, EMA warmup, kl 0.03",
-                                  "Adam, constant lr, EMA warmup, kl 0.03, R=16, d_model 32"),
+    "learned (L by validation)": (
+        "Adam, constant lr, EMA warmup, kl 0.03, 1/8 scored, patcher lr 6x",
+        "Adam, constant lr, EMA warmup, kl 0.03, R=16, d_model 32"),
     "uniform (L by validation)": (
         "Adam, constant lr, EMA warmup, uniform patches",
         "Adam, constant lr, EMA warmup, R=16, d_model 32, uniform patches")}
