@@ -464,11 +464,14 @@ EXPERIMENTS: dict[str, dict[str, Any]] = {
         "default_models": ["reinpatch", "dlinear"]},
     # cli/demo.py's run_spike_task: a row's kwargs reach it (training: TrainingConfig fields)
     # the "learned, ..." variants vary one setting of a quarter scored with the patcher at 3e-3
-    # (3x); "learned" and the last row run at the defaults (an eighth scored, 6x)
+    # (3x); "learned", the start from the foundation patcher and the last row run at the
+    # defaults (an eighth scored, 6x)
     "spike": {"kind": "spike", "datasets": ["spike"], "seeds": [0, 1, 2], "models": {
         name: {"family": "spike", "kwargs": {"patcher": "learned", **kw}} for name, kw in [
             ("uniform", {"patcher": "uniform"}), ("learned", {}),
             (f"foundation {PRETRAINED_SHA256[:8]} (frozen)", {"patcher": "pretrained"}),
+            (f"learned, init from foundation {PRETRAINED_SHA256[:8]}",
+             {"patcher_init": "pretrained"}),
             ("learned, dropout 0.2", {
                 "backbone": {"d_model": 32, "n_layers": 1, "dropout": 0.2},
                 "training": {"scored_share": 0.25}, "patcher_lr": 3e-3}),

@@ -32,6 +32,7 @@ from torch import Tensor
 from .._lightning import quiet_trainer_kwargs
 from ..darts import PatchBoundaries, ReinPatchModel
 from ..data import load_bundled_etth1, prepare_ltsf
+from ..errors import ReinPatchInputError
 from ..nn import ReinPatchConfig, ReinPatchNetwork, uniform_starts
 from ..options import patcher_learning_rate
 from ..patcher_io import load_pretrained_patcher
@@ -257,8 +258,8 @@ def spike_batch(n: int, generator: torch.Generator) -> tuple[Tensor, Tensor, Ten
 
 
 def spike_network(patcher: str, density_sigma: float = 1.0,
-                  backbone: dict | None = None, training: dict | None = None
-                  ) -> ReinPatchNetwork:
+                  backbone: dict | None = None, training: dict | None = None,
+                  patcher_init: str | None = None) -> ReinPatchNetwork:
     """The package's network for the spike task: ``patcher`` with the default patcher and GRPG
     settings, but for the density policy's exploration scale ``density_sigma`` and no instance
     normalisation (each window is already centred noise). A spike is one step of a 96-step
@@ -269,26 +270,35 @@ def spike_network(patcher: str, density_sigma: float = 1.0,
     :data:`SPIKE_BACKBONE`) and ``training`` fields of
     :class:`~reinpatch_forecast.nn.TrainingConfig` (default the package's).
     ``patcher="pretrained"`` is the shipped foundation patcher, frozen (zero-shot: only the
-    backbone trains)."""
-    frozen = None
-    if patcher == "pretrained":
+    backbone trains); ``patcher="learned", patcher_init="pretrained"`` starts GRPG from its
+    weights and policy settings (its own exploration scale: ``density_sigma`` is unused), as
+    the model option ``patcher_init`` does."""
+    if patcher_init not in (None, "pretrained") or (patcher_init and patcher != "learned"):
+        raise ReinPatchInputError(
+            f"patcher_init={patcher_init!r} with patcher={patcher!r}: the spike task starts "
+            "only the learned patcher from the shipped one (patcher_init='pretrained').")
+    given = None
+    if patcher == "pretrained" or patcher_init:
         # loaded on a fork of the global generator (building it draws initial weights), so
         # the backbone's weights and the training windows are those of `patcher="uniform"`
         with torch.random.fork_rng(devices=[]):
-            frozen = load_pretrained_patcher().freeze()
+            given = load_pretrained_patcher()
+        if patcher == "pretrained":
+            given.freeze()
     return ReinPatchNetwork(ReinPatchConfig(
         input_length=SPIKE_LOOKBACK, output_length=SPIKE_HORIZON,
         compression_rate=SPIKE_LOOKBACK / SPIKE_PATCHES, revin=False,
-        patcher=dict(name="learned" if frozen else patcher, density_sigma=density_sigma),
+        patcher=dict(name="learned" if given else patcher, density_sigma=density_sigma),
         backbone=dict(SPIKE_BACKBONE if backbone is None else backbone),
         training=dict(training or {}),
-    ), patcher=frozen)
+    ), patcher=given)
 
 
 def run_spike_task(patcher: str, steps: int = 200, batch_size: int = 64, seed: int = 0,
                    density_sigma: float = 1.0, backbone: dict | None = None,
                    n_test: int = 2000, n_shown: int = 3, training: dict | None = None,
-                   patcher_lr: float | None = None) -> SpikeResult:
+                   patcher_lr: float | None = None,
+                   patcher_init: str | None = None) -> SpikeResult:
     """Train :func:`spike_network` by GRPG on fresh spike windows and score it on new ones.
 
     Every step minimises :attr:`TrainingLosses.loss <reinpatch_forecast.nn.TrainingLosses>`,
@@ -314,9 +324,11 @@ def run_spike_task(patcher: str, steps: int = 200, batch_size: int = 64, seed: i
     patcher_lr
         The patcher's learning rate; ``None``: ``PATCHER_LR_FACTOR`` times the backbone's, as
         the darts model sets it.
+    patcher_init
+        ``"pretrained"``: the learned patcher starts from the shipped one (:func:`spike_network`).
     """
     torch.manual_seed(seed)
-    network = spike_network(patcher, density_sigma, backbone, training)
+    network = spike_network(patcher, density_sigma, backbone, training, patcher_init)
     optimiser = torch.optim.Adam([
         {"params": network.backbone_parameters(), "lr": 1e-3},
         {"params": network.patcher_parameters(), "lr": patcher_learning_rate(patcher_lr, 1e-3)},

@@ -117,6 +117,34 @@ def test_the_spike_task_uses_the_shipped_patcher_frozen(monkeypatch):
     assert np.isfinite(result.mse)
 
 
+def test_the_spike_task_starts_grpg_from_the_shipped_patcher(monkeypatch):
+    """``patcher_init="pretrained"``: the learned patcher starts from the shipped weights and
+    policy settings, and GRPG trains it."""
+    from reinpatch_forecast.cli import demo
+    from reinpatch_forecast.patcher_io import load_pretrained_patcher
+
+    built = []
+    spike_network = demo.spike_network
+    monkeypatch.setattr(demo, "spike_network",
+                        lambda *args, **kwargs: built.append(spike_network(*args, **kwargs))
+                        or built[-1])
+    shipped = load_pretrained_patcher()
+    start = {name: value.clone() for name, value in shipped.state_dict().items()}
+    result = run_spike_task("learned", steps=3, n_test=64, patcher_init="pretrained")
+    network = built[0]
+    assert network.trains_patcher and network.patcher_parameters()
+    assert network.patcher.config() == shipped.config()
+    moved = [name for name, value in network.patcher.state_dict().items()
+             if not torch.equal(value, start[name])]
+    assert moved and np.isfinite(result.mse)
+
+
+@pytest.mark.parametrize("patcher", ["uniform", "pretrained"])
+def test_the_spike_task_refuses_a_start_for_a_patcher_that_does_not_learn(patcher):
+    with pytest.raises(ValueError, match="patcher_init"):
+        run_spike_task(patcher, steps=1, n_test=8, patcher_init="pretrained")
+
+
 def test_a_frozen_patcher_that_keeps_the_grid_trains_the_spike_task_as_uniform(monkeypatch):
     """Loading the patcher leaves the global generator alone: with a patcher that decodes the
     grid (a new one), the backbone sees the windows and initial weights of uniform patches."""
