@@ -288,7 +288,8 @@ def spike_network(patcher: str, density_sigma: float = 1.0,
     return ReinPatchNetwork(ReinPatchConfig(
         input_length=SPIKE_LOOKBACK, output_length=SPIKE_HORIZON,
         compression_rate=SPIKE_LOOKBACK / SPIKE_PATCHES, revin=False,
-        patcher=dict(name="learned" if given else patcher, density_sigma=density_sigma),
+        patcher=dict(name="learned" if given is not None else patcher,
+                     density_sigma=density_sigma),
         backbone=dict(SPIKE_BACKBONE if backbone is None else backbone),
         training=dict(training or {}),
     ), patcher=given)
