@@ -10,6 +10,7 @@ arguments; ``pick`` and ``reference`` are copied into every record of the row (s
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from reinpatch_forecast.patcher_io import PRETRAINED_SHA256
@@ -91,6 +92,7 @@ BACKBONE = {"d_model": 64, "n_heads": 4, "n_layers": 2, "dropout": 0.1}
 TUNING_RATES = (4, 8, 16, 24)
 PEER_LRS = (1e-3, 1e-4)
 PEERS = ("dlinear", "nlinear", "tsmixer")
+DLINEAR_SHARED_LRS = (5e-3, 1e-3, 1e-4)
 #: PatchTST's published sizes (Nie et al., ICLR 2023, its supervised scripts) in
 #: neuralforecast's names: the small model on ETTh1/ETTh2, the large one elsewhere; patch 16,
 #: stride 8, batch 128 everywhere.
@@ -114,11 +116,15 @@ def tuned(group: str, row: str) -> dict[str, Any]:
     return {"group": group, "row": row, "of": len(TUNING_RATES), "keep": True}
 
 
-def peer(family: str, lr: float, kwargs: dict | None = None) -> dict[str, Any]:
-    """A darts peer at one learning rate, picked on validation among :data:`PEER_LRS`."""
-    pick = {"group": family, "of": len(PEER_LRS), "keep": False,
-            "row": f"{family} (lr={lr:g})", "partial_row": f"{family} (lr={lr:g}, untuned)"}
-    return {"family": family, "lr": lr, "kwargs": dict(kwargs or {}), "tags": [family],
+def peer(family: str, lr: float, kwargs: dict | None = None, label: str | None = None,
+         rates: tuple[float, ...] = PEER_LRS) -> dict[str, Any]:
+    """A darts peer at one learning rate, picked on validation among ``rates``; ``label``
+    names its rows (default the family)."""
+    label = label or family
+    pick = {"group": label, "of": len(rates), "keep": False,
+            "row": f"{label} (lr={lr:g})", "partial_row": f"{label} (lr={lr:g}, untuned)"}
+    tag = re.sub(r"\W+", "_", label)  # `--models dlinear_shared_weights` runs every rate
+    return {"family": family, "lr": lr, "kwargs": dict(kwargs or {}), "tags": [tag],
             "pick": pick}
 
 
@@ -185,11 +191,27 @@ def patchtst(lr: float) -> dict[str, Any]:
     return {**spec, "batch_size": 128, "dataset_kwargs": PATCHTST_SIZES}
 
 
+def dlinear_shared(lr: float) -> dict[str, Any]:
+    """darts' ``DLinearModel`` with one ``(L -> H)`` layer pair shared by the channels, as the
+    DLinear paper's LTSF rows (darts' default maps all channels' lookbacks to all channels'
+    horizons, one dense ``(L*C) -> (H*C)`` layer), at one learning rate picked on validation
+    at each lookback (the paper's ETTh1 rate 5e-3 among them), and with the lookback."""
+    label = "dlinear, shared weights"
+    spec = peer("dlinear", lr, {"shared_weights": True}, label, DLINEAR_SHARED_LRS)
+    spec["pick"] = [spec["pick"],
+                    by_lookback(f"{label} (L by validation)", len(DLINEAR_SHARED_LRS))]
+    return spec
+
+
 #: The lookbacks a row chosen by validation picks from.
 LOOKBACKS = (96, 336, 512, 720)
 LTSF_MODELS = {**BASELINE_ROWS, **ltsf_models(), **PRICE_ROW,
                **{f"{p} lr={lr:g}": peer(p, lr) for p in PEERS for lr in PEER_LRS},
                **{f"patchtst lr={lr:g}": patchtst(lr) for lr in PEER_LRS},
+               # darts' default DLinear maps all channels' lookbacks to all channels'
+               # horizons (one dense layer, (L*C) -> (H*C)); the DLinear paper's LTSF rows
+               # share one (L -> H) layer across channels, at its learning rate 5e-3 on ETTh1
+               **{f"dlinear shared lr={lr:g}": dlinear_shared(lr) for lr in DLINEAR_SHARED_LRS},
                # the reproduction check: PatchTST's published runs train up to 100 epochs
                "patchtst (lr=0.0001, 30 epochs)": {
                    "family": "patchtst", "lr": 1e-4, "batch_size": 128, "epochs": 30,
@@ -360,6 +382,10 @@ PUBLISHED: dict[str, tuple[str, dict[str, Any]]] = {
         "ETTh1": [0.375, 0.414, 0.431, 0.449], "ETTh2": [0.274, 0.339, 0.331, 0.379],
         "ETTm1": [0.290, 0.332, 0.366, 0.420], "ETTm2": [0.165, 0.220, 0.278, 0.367],
         "weather": [0.152, 0.197, 0.249, 0.320]}),
+    "DLinear (its paper, L = 336; test set truncated)": ("336", {
+        "ETTh1": [0.375, 0.405, 0.439, 0.472], "ETTh2": [0.289, 0.383, 0.448, 0.605],
+        "ETTm1": [0.299, 0.335, 0.369, 0.425], "ETTm2": [0.167, 0.224, 0.281, 0.397],
+        "weather": [0.176, 0.220, 0.265, 0.323]}),
     "PatchTST/64 (its paper; test set truncated)": ("512", {
         "ETTh1": [0.370, 0.413, 0.422, 0.447], "ETTm1": {"avg": 0.353},
         "weather": {"avg": 0.226}}),
@@ -414,7 +440,8 @@ SUMMARY_LABELS = {"learned": "learned (no weight average)",
 SUMMARY_MODELS = (*SUMMARY_FROM_RECIPE.values(), *SUMMARY_LABELS.values(),
                   "learned (L by validation)",
                   "uniform (L by validation)", "patchtst", "patchtst (lr=0.0001, 30 epochs)",
-                  "patchtst (L by validation)", "dlinear", "tsmixer", "repeat")
+                  "patchtst (L by validation)", "dlinear", "dlinear, shared weights",
+                  "dlinear, shared weights (L by validation)", "tsmixer", "repeat")
 
 # -- experiments -------------------------------------------------------------------------------
 
