@@ -346,7 +346,13 @@ def report(name: str, out_dir: Path) -> None:
                                          TABLES["recipe"])
                   if row["model"] in SUMMARY_FROM_RECIPE or row["model"] in RECIPE_BY_LOOKBACK]
     picked = [row for row in recipe if row["model"] in RECIPE_BY_LOOKBACK]
-    rows = write_report(name, TABLES[name], load_jsonl(out_dir / f"{name}_runs.jsonl"), out_dir,
+    models = EXPERIMENTS[name].get("models", {})
+    # a record takes the picks its model's spec names now (a spec may join a later contest,
+    # such as the lookback pick, after some of its runs were recorded)
+    records = [{**r, "pick": models[r["model"]]["pick"]}
+               if "pick" in models.get(r.get("model"), {}) else r
+               for r in load_jsonl(out_dir / f"{name}_runs.jsonl")]
+    rows = write_report(name, TABLES[name], records, out_dir,
                         markdown="ltsf_rows.md" if name == "ltsf" else None, extra=picked)
     if name == "ltsf":
         rows = [{**row, "model": SUMMARY_LABELS.get(row["model"], row["model"])} for row in rows

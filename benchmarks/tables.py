@@ -248,8 +248,15 @@ def summary_rows(rows: Sequence[dict], models: Sequence[str],
         model = _short_name(row["model"])
         if row["protocol"] != protocol or row["dataset"] != dataset or model not in models:
             continue
-        entry = ours.setdefault((models.index(model), row["lookback"]),
+        # a row that picks the lookback per horizon is one line, its lookbacks listed
+        chosen = model.endswith("(L by validation)")
+        entry = ours.setdefault((models.index(model), 0 if chosen else row["lookback"]),
                                 {"model": model, "L": row["lookback"]})
+        if chosen:
+            entry["picked"] = {**entry.get("picked", {}), row["horizon"]: row["lookback"]}
+            entry["L"] = " / ".join(str(entry["picked"][h]) for h in sorted(entry["picked"]))
+            if len(set(entry["picked"].values())) == 1:
+                entry["L"] = str(row["lookback"])
         entry[str(row["horizon"])] = row["test_mse"]
         entry["seeds"] = min(entry.get("seeds", row["n_seeds"]), row["n_seeds"])
     out = [ours[k] for k in sorted(ours)]

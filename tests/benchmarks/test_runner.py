@@ -227,6 +227,46 @@ def test_the_summary_puts_each_model_and_lookback_on_one_row_beside_published_nu
     assert p["avg"] == pytest.approx(0.5) and q["avg"] == 0.45
 
 
+def test_a_row_that_picks_the_lookback_is_one_summary_line_naming_each_horizons_lookback():
+    rows = [{"protocol": "full", "dataset": "D", "horizon": h, "lookback": lookback,
+             "model": "m (L by validation)", "test_mse": mse, "n_seeds": 1}
+            for h, lookback, mse in ((96, 336, 0.1), (192, 512, 0.2), (336, 512, 0.3),
+                                     (720, 512, 0.4))]
+    same = [{**r, "model": "n (L by validation)", "lookback": 336} for r in rows]
+    table = tables.summary_rows(rows + same, ("m (L by validation)", "n (L by validation)"),
+                                {}, (96, 192, 336, 720), "full", "D")
+    assert [(r["model"], r["L"]) for r in table] == [
+        ("m (L by validation)", "336 / 512 / 512 / 512"), ("n (L by validation)", "336")]
+    assert table[0]["avg"] == pytest.approx(0.25) and table[0]["720"] == 0.4
+
+
+def test_the_report_gives_records_the_picks_their_spec_names_now(tmp_path, monkeypatch):
+    """A record made before its spec joined the lookback contest still counts in it."""
+    spec = specs.LTSF_MODELS["dlinear shared lr=0.0001"]
+    old = {**spec, "pick": spec["pick"][0]}  # the rate pick alone
+    records = []
+    for lookback in specs.LOOKBACKS:
+        for lr in specs.DLINEAR_SHARED_LRS:
+            model = f"dlinear shared lr={lr:g}"
+            run = runner.plan("ltsf", _args(datasets=["ETTh1"], horizons=["96"],
+                                            lookback=[lookback], models=[model], seeds=[0],
+                                            budget="full"))[0]
+            measured = {"val_mse": lookback / 1000 + lr, "test_mse": lookback / 1000,
+                        "val_mae": 0.0, "test_mae": 0.0, "test_windows": 1, "epochs": 1}
+            record = runner.record_of(run, measured, specs.EXPERIMENTS["ltsf"], "c")
+            if lookback == 96:
+                record["pick"] = old["pick"]
+            records.append(record)
+    for record in records:
+        runner.append_jsonl(record, tmp_path / "ltsf_runs.jsonl")
+    (tmp_path / "recipe_runs.jsonl").write_text("")
+    runner.report("ltsf", tmp_path)
+    with (tmp_path / "ltsf.csv").open() as handle:
+        picked = [r for r in csv.DictReader(handle)
+                  if r["model"] == "dlinear, shared weights (L by validation)"]
+    assert [(r["lookback"], float(r["test_mse"])) for r in picked] == [("96", 0.096)]
+
+
 def test_old_ltsf_records_without_a_lookback_count_as_lookback_96():
     records = runner.load_jsonl(RESULTS / "ltsf_runs.jsonl")
     assert any("lookback" not in r for r in records)
