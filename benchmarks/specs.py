@@ -208,9 +208,6 @@ LOOKBACKS = (96, 336, 512, 720)
 LTSF_MODELS = {**BASELINE_ROWS, **ltsf_models(), **PRICE_ROW,
                **{f"{p} lr={lr:g}": peer(p, lr) for p in PEERS for lr in PEER_LRS},
                **{f"patchtst lr={lr:g}": patchtst(lr) for lr in PEER_LRS},
-               # darts' default DLinear maps all channels' lookbacks to all channels'
-               # horizons (one dense layer, (L*C) -> (H*C)); the DLinear paper's LTSF rows
-               # share one (L -> H) layer across channels, at its learning rate 5e-3 on ETTh1
                **{f"dlinear shared lr={lr:g}": dlinear_shared(lr) for lr in DLINEAR_SHARED_LRS},
                # the reproduction check: PatchTST's published runs train up to 100 epochs
                "patchtst (lr=0.0001, 30 epochs)": {

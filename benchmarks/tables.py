@@ -253,10 +253,10 @@ def summary_rows(rows: Sequence[dict], models: Sequence[str],
         entry = ours.setdefault((models.index(model), 0 if chosen else row["lookback"]),
                                 {"model": model, "L": row["lookback"]})
         if chosen:
-            entry["picked"] = {**entry.get("picked", {}), row["horizon"]: row["lookback"]}
-            entry["L"] = " / ".join(str(entry["picked"][h]) for h in sorted(entry["picked"]))
-            if len(set(entry["picked"].values())) == 1:
-                entry["L"] = str(row["lookback"])
+            picked = entry.setdefault("picked", {})
+            picked[row["horizon"]] = row["lookback"]
+            lookbacks = [str(picked[h]) for h in sorted(picked)]
+            entry["L"] = " / ".join(lookbacks) if len(set(lookbacks)) > 1 else lookbacks[0]
         entry[str(row["horizon"])] = row["test_mse"]
         entry["seeds"] = min(entry.get("seeds", row["n_seeds"]), row["n_seeds"])
     out = [ours[k] for k in sorted(ours)]
