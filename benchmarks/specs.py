@@ -506,7 +506,14 @@ EXPERIMENTS: dict[str, dict[str, Any]] = {
                 ("G=4", {"group_size": 4}), ("scored share 0.125", {"scored_share": 0.125}),
                 ("scored share 0.0625", {"scored_share": 0.0625})]),
             ("learned, scored share 0.0625, patcher lr 6x",
-             {"training": {"scored_share": 0.0625}})]},
+             {"training": {"scored_share": 0.0625}}),
+            # the price of the GRPG step against the spike task: group size and scored share
+            # around the defaults (G = 8 for an eighth), at the default patcher rate
+            *((f"learned, G={group}, scored share {share}, patcher lr 6x",
+               {"training": {"group_size": group, "scored_share": share}})
+              for group, share in [(2, 0.125), (4, 0.125), (6, 0.125), (10, 0.125),
+                                   (2, 0.25), (4, 0.25), (12, 0.0625), (16, 0.0625),
+                                   (16, 0.03125)])]},
         "default_models": ["uniform", "learned"]},
     "soak": {  # benchmarks/soak.py: the faces are its models, one process each
         "kind": "soak", "datasets": ["sine"], "seeds": [0], "models": SOAK_FACES,
