@@ -297,7 +297,8 @@ def run_in_process(name: str, args: argparse.Namespace) -> None:
     """Soak each selected face (``soak.py``, one record a face), time each selected model's
     predict calls on the panel (``panel.py``, one record a size) or train it on the demo's spike
     task (``run_spike_task``, one record a seed) in this process; what this commit has measured
-    (a soak: for as many cycles) is skipped, so a stopped command resumes."""
+    (a soak: for as many cycles) is skipped, so a stopped command resumes. With ``--dry-run``
+    it prints the plan and runs nothing."""
     import panel
     import soak
     from reinpatch_forecast.cli.demo import run_spike_task
@@ -309,8 +310,12 @@ def run_in_process(name: str, args: argparse.Namespace) -> None:
     seeds = (args.seeds or experiment["seeds"]) if kind == "spike" else [0]
     for model, seed in itertools.product(select_models(experiment, args.models, None), seeds):
         cycles = (args.cycles or experiment["cycles"][model]) if kind == "soak" else None
-        if (model, cycles, seed, code) in {(r[key], r.get("cycles"), r["seed"], r["commit"])
-                                           for r in load_jsonl(results)}:
+        recorded = (model, cycles, seed, code) in {(r[key], r.get("cycles"), r["seed"],
+                                                    r["commit"]) for r in load_jsonl(results)}
+        if args.dry_run:
+            print(f"[{name}] {model} seed {seed}{' (recorded)' if recorded else ''}")
+            continue
+        if recorded:
             continue
         if kind == "soak":
             measured = [soak.soak(model, cycles, experiment["every"][model],
@@ -327,7 +332,8 @@ def run_in_process(name: str, args: argparse.Namespace) -> None:
                           "commit": code, "date": utc_now()}, results)
             shown = {k: v for k, v in row.items() if k != "samples"}
             print(f"[{name}] {model} seed {seed} {shown}", flush=True)
-    report(name, args.out_dir)
+    if not args.dry_run:
+        report(name, args.out_dir)
 
 
 # -- command line ------------------------------------------------------------------------------

@@ -491,7 +491,9 @@ EXPERIMENTS: dict[str, dict[str, Any]] = {
     # (3x); "learned", the start from the foundation patcher and the last row run at the
     # defaults (an eighth scored, 6x)
     "spike": {"kind": "spike", "datasets": ["spike"], "seeds": [0, 1, 2], "models": {
-        name: {"family": "spike", "kwargs": {"patcher": "learned", **kw}} for name, kw in [
+        name: {"family": "spike", "kwargs": {"patcher": "learned", **kw},
+               "tags": ["grpg_price"] if "training" in kw and "patcher_lr" not in kw else []}
+        for name, kw in [
             ("uniform", {"patcher": "uniform"}), ("learned", {}),
             (f"foundation {PRETRAINED_SHA256[:8]} (frozen)", {"patcher": "pretrained"}),
             (f"learned, init from foundation {PRETRAINED_SHA256[:8]}",

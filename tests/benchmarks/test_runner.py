@@ -444,3 +444,14 @@ def test_runs_of_the_shipped_patcher_name_its_file():
     assert run["shipped_patcher"] == runner.shipped_patcher() and len(run["shipped_patcher"]) == 10
     (uniform,) = runner.plan("ltsf", _args(models=["uniform R=8"], seeds=[0]))
     assert "shipped_patcher" not in uniform
+
+
+def test_a_dry_run_of_an_in_process_experiment_prints_its_plan_and_runs_nothing(tmp_path,
+                                                                                capsys):
+    args = argparse.Namespace(models=["uniform", "learned"], seeds=[0, 1], cycles=None,
+                              out_dir=tmp_path, dry_run=True)
+    runner.run_in_process("spike", args)
+    planned = capsys.readouterr().out.splitlines()
+    assert planned == [f"[spike] {model} seed {seed}"
+                       for model in ("uniform", "learned") for seed in (0, 1)]
+    assert list(tmp_path.iterdir()) == []  # no record, no table
