@@ -491,6 +491,7 @@ EXPERIMENTS: dict[str, dict[str, Any]] = {
     # (3x); "learned", the start from the foundation patcher and the last row run at the
     # defaults (an eighth scored, 6x)
     "spike": {"kind": "spike", "datasets": ["spike"], "seeds": [0, 1, 2], "models": {
+        # grpg_price: the rows that vary the GRPG settings at the default patcher rate
         name: {"family": "spike", "kwargs": {"patcher": "learned", **kw},
                "tags": ["grpg_price"] if "training" in kw and "patcher_lr" not in kw else []}
         for name, kw in [
